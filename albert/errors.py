@@ -1,0 +1,22 @@
+"""User-facing error types.
+
+Scripts catch `AlbertError` and print its message without a stack trace: these
+errors describe a mistake in the user's input (a config, a checkpoint, a flag),
+not a bug in the library.
+"""
+
+
+class AlbertError(Exception):
+    """Base class for errors caused by user input."""
+
+
+class ConfigError(AlbertError, ValueError):
+    """An `albert_config.json` (or a config object) is invalid."""
+
+
+class CheckpointMismatchError(AlbertError, ValueError):
+    """A checkpoint's variable names or shapes do not fit the model config."""
+
+
+class InputError(AlbertError, ValueError):
+    """Model or script input that cannot be used (bad shapes, missing files)."""

@@ -1,0 +1,25 @@
+"""Keras 3 ALBERT layers and models (backend-agnostic: `keras.ops` only)."""
+
+from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
+from albert.modeling.embeddings import AlbertEmbeddings
+from albert.modeling.encoder import AlbertEncoder
+from albert.modeling.feed_forward import AlbertFeedForward
+from albert.modeling.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
+from albert.modeling.losses import pretraining_losses, pretraining_metric_sums
+from albert.modeling.pretrainer import AlbertPretrainer
+from albert.modeling.sharing import SharingPlan, sharing_plan
+
+__all__ = [
+    "AlbertAttention",
+    "AlbertEmbeddings",
+    "AlbertEncoder",
+    "AlbertFeedForward",
+    "AlbertMaskedLMHead",
+    "AlbertPretrainer",
+    "AlbertSentenceOrderHead",
+    "SharingPlan",
+    "attention_bias_from_mask",
+    "pretraining_losses",
+    "pretraining_metric_sums",
+    "sharing_plan",
+]

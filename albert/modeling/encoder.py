@@ -1,0 +1,145 @@
+"""The ALBERT encoder: embeddings, factorised projection, shared blocks, pooler."""
+
+import keras
+from keras import ops
+
+from albert.config import load_config
+from albert.errors import InputError
+from albert.modeling.configured_model import ConfiguredModel
+from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
+from albert.modeling.embeddings import AlbertEmbeddings
+from albert.modeling.feed_forward import AlbertFeedForward
+from albert.modeling.sharing import sharing_plan
+
+INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="albert")
+class AlbertEncoder(ConfiguredModel):
+    """ALBERT backbone (SPEC §1.3), configured by one `AlbertConfig`.
+
+    The forward pass, top to bottom: embeddings at width E; a linear E -> H
+    projection (`embedding_hidden_mapping_in`, only when E != H); `L * K`
+    post-LayerNorm blocks whose attention and FFN sub-blocks are chosen by the
+    config's sharing plan (groups / inner groups, or the paper's
+    shared-attention / shared-FFN); a tanh pooler on token 0.
+
+    Inputs (TF-Hub TF2 convention): a dict of int32 `[B, S]` tensors
+    `input_word_ids`, `input_mask` (1 = real token; default all ones) and
+    `input_type_ids` (default all zeros).
+
+    Outputs: a dict with `sequence_output` `[B, S, H]`, `pooled_output`
+    `[B, H]` and `encoder_outputs`, the list of all `L * K` block outputs.
+
+    Args:
+      config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
+
+    Example:
+        encoder = AlbertEncoder(AlbertConfig.from_json_file("configs/albert_base_v2.json"))
+        outputs = encoder({"input_word_ids": ids, "input_mask": mask,
+                           "input_type_ids": type_ids})
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        config = load_config(config)
+        self.albert_config = config
+        plan = sharing_plan(config)
+        self._schedule = plan.schedule
+        initializer_range = config.initializer_range
+
+        self.embeddings = AlbertEmbeddings(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            dropout_rate=config.hidden_dropout_prob,
+            initializer_range=initializer_range,
+            dtype=self.dtype_policy,
+            name="embeddings")
+        if config.embedding_size != config.hidden_size:
+            self.embedding_projection = keras.layers.Dense(
+                config.hidden_size,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy,
+                name="embedding_hidden_mapping_in")
+        else:
+            # As in the original, E == H means no projection variables at all.
+            self.embedding_projection = None
+        self.attention_blocks = [
+            AlbertAttention(
+                hidden_size=config.hidden_size,
+                num_attention_heads=config.num_attention_heads,
+                attention_dropout_rate=config.attention_probs_dropout_prob,
+                output_dropout_rate=config.hidden_dropout_prob,
+                initializer_range=initializer_range,
+                dtype=self.dtype_policy,
+                name=f"attention_{index}")
+            for index in range(len(plan.attention))
+        ]
+        self.ffn_blocks = [
+            AlbertFeedForward(
+                hidden_size=config.hidden_size,
+                intermediate_size=config.intermediate_size,
+                activation=config.hidden_act,
+                dropout_rate=config.hidden_dropout_prob,
+                initializer_range=initializer_range,
+                dtype=self.dtype_policy,
+                name=f"ffn_{index}")
+            for index in range(len(plan.ffn))
+        ]
+        self.pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="pooler")
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        config = self.albert_config
+        self.embeddings.build()
+        if self.embedding_projection is not None:
+            self.embedding_projection.build((None, None, config.embedding_size))
+        for block in self.attention_blocks + self.ffn_blocks:
+            block.build()
+        self.pooler.build((None, config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=False):
+        if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
+            raise InputError(
+                "AlbertEncoder expects a dict with 'input_word_ids' (and optionally "
+                "'input_mask', 'input_type_ids')")
+        word_ids = inputs["input_word_ids"]
+        input_mask = inputs.get("input_mask")
+        if input_mask is None:
+            input_mask = ops.ones_like(word_ids)
+        type_ids = inputs.get("input_type_ids")
+        if type_ids is None:
+            type_ids = ops.zeros_like(word_ids)
+
+        hidden_states = self.embeddings(word_ids, type_ids, training=training)
+        if self.embedding_projection is not None:
+            hidden_states = self.embedding_projection(hidden_states)
+        attention_bias = attention_bias_from_mask(input_mask, hidden_states.dtype)
+
+        encoder_outputs = []
+        for attention_index, ffn_index in self._schedule:
+            hidden_states = self.attention_blocks[attention_index](
+                hidden_states, attention_bias, training=training)
+            hidden_states = self.ffn_blocks[ffn_index](hidden_states, training=training)
+            encoder_outputs.append(hidden_states)
+
+        pooled_output = self.pooler(hidden_states[:, 0, :])
+        return {
+            "sequence_output": hidden_states,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+        }
+
+    def get_embedding_table(self):
+        """The `[V, E]` word-embedding variable (also the tied MLM decoder)."""
+        return self.embeddings.word_embeddings.embeddings

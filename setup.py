@@ -1,0 +1,30 @@
+"""ALBERT for TensorFlow 2 / Keras 3: install with `pip install -e .` (tests: `pip install -e ".[test]"`)."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="albert-tf2",
+    version="0.1.0",
+    description="A faithful TensorFlow 2 / Keras 3 reproduction of ALBERT (Lan et al., ICLR 2020)",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["albert", "albert.*"]),
+    py_modules=["convert_checkpoint"],
+    install_requires=[
+        "tensorflow==2.20.*",
+        "keras>=3.10,<4",
+        "tensorflow-text==2.20.*",
+        "tf-models-official==2.20.*",
+        "tf-keras==2.20.*",
+        "sentencepiece>=0.2,<0.3",
+        "absl-py>=1.4",
+        "numpy>=1.26,<3",
+        "safetensors>=0.4",
+    ],
+    extras_require={
+        # torch 2.13.0 is the CPU build available on the project's machines;
+        # an unpinned torch would pull several GB of CUDA packages.
+        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6"],
+    },
+)

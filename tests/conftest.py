@@ -1,0 +1,61 @@
+"""Shared fixtures: tiny configs, random inputs, repository paths."""
+
+import dataclasses
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+from albert.config import AlbertConfig  # noqa: E402
+
+TINY = dict(vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=3,
+            num_hidden_groups=1, inner_group_num=1, num_attention_heads=4,
+            intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+
+
+def tiny_config(**overrides) -> AlbertConfig:
+    return AlbertConfig(**{**TINY, **overrides})
+
+
+def random_inputs(config: AlbertConfig, batch_size=3, sequence_length=10, num_predictions=4,
+                  seed=0):
+    """Encoder and pretrainer inputs with padding in some rows."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, config.vocab_size, (batch_size, sequence_length)).astype("int32")
+    mask = np.ones_like(ids)
+    lengths = [sequence_length] + list(rng.integers(num_predictions + 1, sequence_length, batch_size - 1))
+    for row, length in enumerate(lengths):
+        mask[row, length:] = 0
+    type_ids = np.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        type_ids[row, length // 2:length] = 1
+    positions = np.stack([
+        np.sort(rng.choice(np.arange(1, length), size=num_predictions, replace=False))
+        for length in lengths]).astype("int32")
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids,
+            "masked_lm_positions": positions}
+
+
+def encoder_inputs(inputs):
+    return {key: inputs[key] for key in ("input_word_ids", "input_mask", "input_type_ids")}
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    keras.utils.set_random_seed(1234)
+
+
+@pytest.fixture
+def repo_path():
+    return lambda *parts: os.path.join(REPO, *parts)
+
+
+def replace(config, **changes):
+    return dataclasses.replace(config, **changes)
