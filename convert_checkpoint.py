@@ -1,0 +1,52 @@
+"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden and Keras formats.
+
+    python convert_checkpoint.py --albert_config_file=albert_config.json \
+        --init_checkpoint=albert_base/model.ckpt-best --input_format=tf1 \
+        --output_format=hf --output_dir=albert_base_hf
+
+Outputs (in --output_dir, written atomically):
+  tf1           model.ckpt-best.{index,data-00000-of-00001} (original names) + albert_config.json
+  hf            config.json + model.safetensors (AlbertForPreTraining, or AlbertModel without heads)
+  keras         model.keras (AlbertPretrainer, or AlbertEncoder without heads) + albert_config.json
+  model_garden  encoder.ckpt.* = tf.train.Checkpoint(encoder=AlbertEncoder) + albert_config.json
+
+A checkpoint that does not fit the config is an error listing every missing,
+unexpected and mis-shaped variable; nothing is converted partially.
+"""
+
+from absl import flags, logging
+
+from albert import cli
+from albert.checkpoints import FORMATS, has_heads, read_checkpoint, write_checkpoint
+from albert.config import AlbertConfig
+
+flags.DEFINE_string("albert_config_file", None,
+                    "albert_config.json of the model. Optional for hf and keras inputs, which "
+                    "carry their own config.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Checkpoint to convert: a TF checkpoint prefix or any of its files, a "
+                    "directory holding one, an HF directory, or a .keras file.")
+flags.DEFINE_enum("input_format", "tf1", FORMATS, "Format of --init_checkpoint.")
+flags.DEFINE_enum("output_format", "hf", FORMATS, "Format to write.")
+flags.DEFINE_string("output_dir", None, "Directory for the converted files.")
+flags.DEFINE_bool("overwrite", False, "Replace files of the same name in --output_dir.")
+flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    config = (AlbertConfig.from_json_file(FLAGS.albert_config_file)
+              if FLAGS.albert_config_file else None)
+    weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config)
+    logging.info("Read %d variables (%s heads) from %s", len(weights),
+                 "with" if has_heads(weights) else "without", FLAGS.init_checkpoint)
+    written = write_checkpoint(weights, config, FLAGS.output_dir, FLAGS.output_format,
+                               overwrite=FLAGS.overwrite)
+    for path in written:
+        print(path)
+
+
+if __name__ == "__main__":
+    cli.run(main)
