@@ -10,17 +10,27 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["albert", "albert.*"]),
-    py_modules=["convert_checkpoint"],
+    py_modules=["convert_checkpoint", "create_pretraining_data"],
     install_requires=[
         "tensorflow==2.20.*",
         "keras>=3.10,<4",
         "tensorflow-text==2.20.*",
         "tf-models-official==2.20.*",
         "tf-keras==2.20.*",
-        "sentencepiece>=0.2,<0.3",
+        # 0.2.2 changed how exact ties of the unigram Viterbi search are broken
+        # ("444" -> "4 44" instead of "44 4"); the original era and the copy
+        # inside tensorflow-text use the older rule.
+        "sentencepiece>=0.2.0,<0.2.2",
         "absl-py>=1.4",
         "numpy>=1.26,<3",
         "safetensors>=0.4",
+        "tqdm>=4.60",
+        # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as
+        # data files; gensim is never imported), wiki markup removal and
+        # sentence splitting.
+        "gensim==4.4.0",
+        "mwparserfromhell>=0.6",
+        "syntok>=1.4",
     ],
     extras_require={
         # torch 2.13.0 is the CPU build available on the project's machines;

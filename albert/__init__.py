@@ -10,9 +10,14 @@ import os
 # features) bury the scripts' own output; users can still set their own level.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from albert.config import AlbertConfig
-from albert.errors import AlbertError, CheckpointMismatchError, ConfigError, InputError
-from albert.modeling import AlbertEncoder, AlbertPretrainer
+from albert.config import AlbertConfig  # noqa: E402
+from albert.errors import AlbertError, CheckpointMismatchError, ConfigError, InputError  # noqa: E402
+
+# Worker processes of the data pipeline set ALBERT_LIGHTWEIGHT_IMPORT=1: they
+# use only pure-Python modules and must not pay for loading Keras and
+# TensorFlow (seconds and hundreds of MB per process).
+if os.environ.get("ALBERT_LIGHTWEIGHT_IMPORT") != "1":
+    from albert.modeling import AlbertEncoder, AlbertPretrainer  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -14,6 +14,20 @@ from absl import app
 from albert.errors import AlbertError
 
 
+def _drop_tensorflow_test_callbacks() -> None:
+    # Importing TensorFlow registers an absl start-up callback from its
+    # distribute test utilities that lists GPUs: it initialises the device
+    # runtime and prints "failed call to cuInit" on every CPU machine, in
+    # every absl program, even those that never use TensorFlow.
+    callbacks = getattr(app, "_init_callbacks", None)
+    if callbacks is None:
+        return
+    kept = [c for c in callbacks
+            if not getattr(c, "__module__", "").startswith("tensorflow.python.distribute")]
+    callbacks.clear()
+    callbacks.extend(kept)
+
+
 def run(main):
     def guarded_main(argv):
         logging.getLogger("albert").setLevel(logging.INFO)
@@ -23,4 +37,5 @@ def run(main):
             print(f"ERROR: {error}", file=sys.stderr)
             sys.exit(1)
 
+    _drop_tensorflow_test_callbacks()
     app.run(guarded_main)

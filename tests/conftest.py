@@ -59,3 +59,25 @@ def repo_path():
 
 def replace(config, **changes):
     return dataclasses.replace(config, **changes)
+
+
+@pytest.fixture(scope="session")
+def synthetic_corpus(tmp_path_factory):
+    """(corpus path, SentencePiece model path) of the seeded synthetic corpus."""
+    import corpora
+
+    directory = tmp_path_factory.mktemp("synthetic")
+    corpus = corpora.write_synthetic_corpus(str(directory / "corpus.txt"))
+    return corpus, corpora.train_model(corpus, str(directory / "spm"), vocab_size=1200)
+
+
+@pytest.fixture(scope="session")
+def demo_corpus(tmp_path_factory):
+    """(demo corpus directory, SentencePiece model trained on its train.txt)."""
+    import corpora
+    from albert.datasets.demo_corpus import build_demo_corpus
+
+    directory = tmp_path_factory.mktemp("demo")
+    build_demo_corpus(str(directory))
+    model = corpora.train_model(str(directory / "train.txt"), str(directory / "spm"), vocab_size=4000)
+    return str(directory), model
