@@ -1,0 +1,1 @@
+"""Offline datasets built from real text shipped in packages (no downloads at run time)."""
