@@ -1,0 +1,52 @@
+"""Reading pretraining TFRecords back for the tests, with the schema of SPEC §4.6."""
+
+import numpy as np
+import tensorflow as tf
+
+
+def schema(max_seq_length, max_predictions_per_seq):
+    sequence = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    predictions = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+    return {
+        "input_ids": sequence, "input_mask": sequence, "segment_ids": sequence,
+        "token_boundary": sequence,
+        "masked_lm_positions": predictions, "masked_lm_ids": predictions,
+        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def read_records(paths, max_seq_length, max_predictions_per_seq):
+    """Every record parsed with tf.io.parse_single_example, as numpy dicts."""
+    spec = schema(max_seq_length, max_predictions_per_seq)
+    records = []
+    for raw in tf.data.TFRecordDataset(paths):
+        parsed = tf.io.parse_single_example(raw, spec)
+        records.append({key: value.numpy() for key, value in parsed.items()})
+    return records
+
+
+def replacement_counts(records, mask_id):
+    counts = {"mask": 0, "kept": 0, "random": 0}
+    for record in records:
+        real = record["masked_lm_weights"] > 0
+        shown = record["input_ids"][record["masked_lm_positions"][real]]
+        original = record["masked_lm_ids"][real]
+        counts["mask"] += int(np.sum(shown == mask_id))
+        counts["kept"] += int(np.sum((shown != mask_id) & (shown == original)))
+        counts["random"] += int(np.sum((shown != mask_id) & (shown != original)))
+    return counts
+
+
+def fills_budget(record, masked_lm_prob, max_predictions_per_seq):
+    """Whether the masked count equals min(max_predictions, max(1, round(len * prob))).
+
+    The count never exceeds the budget. It can fall short: like the original,
+    masking shrinks a drawn n-gram only when it exceeds the budget, not when
+    it overlaps words already masked, so late candidates can all be skipped.
+    """
+    length = int(record["input_mask"].sum())
+    budget = min(max_predictions_per_seq, max(1, int(round(length * masked_lm_prob))))
+    count = int((record["masked_lm_weights"] > 0).sum())
+    assert count <= budget
+    return count == budget
