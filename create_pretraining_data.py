@@ -20,13 +20,16 @@ paper) is not supported.
 
 import os
 
-from absl import flags, logging
+# This script needs no Keras or TensorFlow: keep `import albert` light.
+os.environ.setdefault("ALBERT_LIGHTWEIGHT_IMPORT", "1")
 
-from albert import cli
-from albert.data.instances import InstanceConfig
-from albert.data.masking import MaskingConfig
-from albert.data.pretraining_data import DataConfig, create_pretraining_data
-from albert.errors import InputError
+from absl import flags, logging  # noqa: E402
+
+from albert import cli  # noqa: E402
+from albert.data.instances import InstanceConfig  # noqa: E402
+from albert.data.masking import MaskingConfig  # noqa: E402
+from albert.data.pretraining_data import DataConfig, create_pretraining_data  # noqa: E402
+from albert.errors import InputError  # noqa: E402
 
 # --- the original's flags ---
 flags.DEFINE_string("input_file", None,

@@ -25,6 +25,7 @@ setup(
         "numpy>=1.26,<3",
         "safetensors>=0.4",
         "tqdm>=4.60",
+        "google-crc32c>=1.5",  # TFRecord framing without TensorFlow in data workers
         # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as
         # data files; gensim is never imported), wiki markup removal and
         # sentence splitting.

@@ -37,6 +37,7 @@ from albert.data.example_encoding import serialize_instance
 from albert.data.instances import (InstanceConfig, InstanceStatistics,
                                    create_instances_from_document)
 from albert.data.masking import MaskingStatistics, MaskingVocabulary
+from albert.data.tfrecord import TFRecordWriter
 from albert.errors import InputError
 from albert.tokenization import load_tokenizer, require_special_tokens
 
@@ -288,8 +289,6 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
                             num_workers: int = 1, summary_file: Optional[str] = None,
                             show_progress: bool = True) -> dict:
     """Writes pretraining TFRecords; returns (and writes) the summary."""
-    import tensorflow as tf  # only the writing process needs TensorFlow
-
     config.validate()
     if num_workers < 1:
         raise InputError("num_workers must be at least 1")
@@ -301,7 +300,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     start = time.time()
     summary = _Summary(config.instance.masking.ngram)
     progress = _progress_bar(total_input_bytes(input_files), show_progress)
-    with _AtomicRecordFiles(output_files, tf) as writers:
+    with _AtomicRecordFiles(output_files) as writers:
         written = 0
         for result in _ordered_results(iter_windows(input_files, config.documents_per_window),
                                        config, num_workers):
@@ -329,9 +328,8 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
 class _AtomicRecordFiles:
     """TFRecord writers on temporary names, renamed to the real names only on success."""
 
-    def __init__(self, paths: List[str], tf):
+    def __init__(self, paths: List[str]):
         self.paths = [os.path.abspath(p) for p in paths]
-        self.tf = tf
         self.temporary = []
         self.writers = []
 
@@ -341,7 +339,7 @@ class _AtomicRecordFiles:
             temporary = os.path.join(os.path.dirname(path),
                                      f".{os.path.basename(path)}.tmp-{os.getpid()}")
             self.temporary.append(temporary)
-            self.writers.append(self.tf.io.TFRecordWriter(temporary))
+            self.writers.append(TFRecordWriter(temporary))
         return self.writers
 
     def __exit__(self, exc_type, exc, traceback):

@@ -1,6 +1,7 @@
 import random
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from albert.data.example_encoding import encode_example, serialize_instance
@@ -46,3 +47,25 @@ def test_instance_records_parse_with_the_original_schema():
     np.testing.assert_array_equal(parsed["masked_lm_ids"], [45, 51, 0, 0])
     np.testing.assert_array_equal(parsed["masked_lm_weights"], [1.0, 1.0, 0.0, 0.0])
     np.testing.assert_array_equal(parsed["next_sentence_labels"], [1])
+
+
+def test_tfrecord_files_written_without_tensorflow_read_back_with_crc_checks(tmp_path):
+    from albert.data.tfrecord import TFRecordWriter
+
+    records = [b"", b"x", bytes(range(256)) * 40]
+    writer = TFRecordWriter(str(tmp_path / "r.tfrecord"))
+    for record in records:
+        writer.write(record)
+    writer.close()
+    with tf.io.TFRecordWriter(str(tmp_path / "tf.tfrecord")) as reference:
+        for record in records:
+            reference.write(record)
+    assert (tmp_path / "r.tfrecord").read_bytes() == (tmp_path / "tf.tfrecord").read_bytes()
+    dataset = tf.data.TFRecordDataset(str(tmp_path / "r.tfrecord"))
+    assert [r.numpy() for r in dataset] == records
+    # TensorFlow's own reader verifies the CRCs: a flipped data byte is an error.
+    data = bytearray((tmp_path / "r.tfrecord").read_bytes())
+    data[-6] ^= 0xFF
+    (tmp_path / "bad.tfrecord").write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError):
+        list(tf.data.TFRecordDataset(str(tmp_path / "bad.tfrecord")))

@@ -1,0 +1,170 @@
+"""Pretraining-data creation speed and memory: ours vs the original script, side by side.
+
+    python benchmarks/pretraining_data_speed.py --original_repo=/path/to/google-research/albert.git
+
+Runs on the demo corpus (built if missing) with a SentencePiece vocabulary
+trained on it, at max_seq_length 128 and 512 with dupe_factor 10: ours with
+1 and 2 workers, and the original `create_pretraining_data.py` (single
+process) when `--original_repo` points at a git directory of
+google-research/albert (e.g. one brought here by the workplace's fetch tool).
+The original's files are extracted from that repository into a temporary
+directory at run time, with one shim: a stub `tensorflow_hub` module (the
+original imports it only for TF-Hub modules, and current `tensorflow_hub`
+no longer imports without `pkg_resources`). Nothing of it is copied into
+this repository.
+
+Peak RSS is the largest sum of resident memory over the whole process tree
+(main process and workers), sampled every 50 ms. The memory run repeats the
+input 4x: ours should stay flat (bounded by the window size), the original
+grows with corpus x dupe_factor.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+
+def run_measured(command, env=None, cwd=None):
+    """Runs a command; returns (seconds, peak RSS of its process tree in MiB, stderr tail)."""
+    start = time.time()
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    root = psutil.Process(process.pid)
+    peak = 0
+    stderr_chunks = []
+    import threading
+
+    reader = threading.Thread(target=lambda: stderr_chunks.append(process.stderr.read()))
+    reader.start()
+    while process.poll() is None:
+        try:
+            processes = [root] + root.children(recursive=True)
+            peak = max(peak, sum(p.memory_info().rss for p in processes if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    reader.join()
+    seconds = time.time() - start
+    if process.returncode != 0:
+        raise RuntimeError(f"{command[:3]} failed:\n{''.join(stderr_chunks)[-3000:]}")
+    return seconds, peak / 2 ** 20
+
+
+def count_records(paths):
+    import tensorflow as tf
+
+    return sum(1 for _ in tf.data.TFRecordDataset(paths))
+
+
+def prepare(args):
+    from albert.datasets.demo_corpus import build_demo_corpus
+    from albert.tokenization.training import train_sentencepiece
+
+    os.makedirs(args.work_dir, exist_ok=True)
+    corpus_dir = os.path.join(args.work_dir, "corpus")
+    build_demo_corpus(corpus_dir)
+    prefix = os.path.join(args.work_dir, f"spm{args.vocab_size}")
+    if not os.path.exists(prefix + ".model"):
+        train_sentencepiece([os.path.join(corpus_dir, "train.txt")], prefix, vocab_size=args.vocab_size)
+    train = os.path.join(corpus_dir, "train.txt")
+    repeated = os.path.join(args.work_dir, "train_x4.txt")
+    if not os.path.exists(repeated):
+        with open(train, encoding="utf-8") as handle:
+            text = handle.read()
+        with open(repeated, "w", encoding="utf-8") as handle:
+            handle.write("\n".join([text] * 4))
+    return train, repeated, prefix
+
+
+def ours(input_file, prefix, seq, workers, output_dir, dupe_factor):
+    output = os.path.join(output_dir, f"ours_{seq}_{workers}.tfrecord")
+    command = [sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+               f"--input_file={input_file}", f"--output_file={output}",
+               f"--spm_model_file={prefix}.model", f"--max_seq_length={seq}",
+               f"--dupe_factor={dupe_factor}", f"--num_workers={workers}", "--noprogress",
+               "--documents_per_window=20"]
+    seconds, peak = run_measured(command)
+    with open(output + ".summary.json", encoding="utf-8") as handle:
+        instances = json.load(handle)["instances"]
+    os.remove(output)
+    return {"implementation": f"ours ({workers} worker{'s' if workers > 1 else ''})",
+            "seconds": seconds, "instances": instances, "instances_per_second": instances / seconds,
+            "peak_rss_mib": peak}
+
+
+def original(input_file, prefix, seq, output_dir, original_dir, dupe_factor):
+    output = os.path.join(output_dir, f"original_{seq}.tfrecord")
+    command = [sys.executable, "-m", "albert.create_pretraining_data",
+               f"--input_file={input_file}", f"--output_file={output}",
+               f"--spm_model_file={prefix}.model", f"--vocab_file={prefix}.vocab",
+               f"--max_seq_length={seq}", f"--dupe_factor={dupe_factor}"]
+    env = dict(os.environ, PYTHONPATH=original_dir, TF_CPP_MIN_LOG_LEVEL="2")
+    seconds, peak = run_measured(command, env=env, cwd=original_dir)
+    instances = count_records([output])
+    os.remove(output)
+    return {"implementation": "original (1 process)", "seconds": seconds, "instances": instances,
+            "instances_per_second": instances / seconds, "peak_rss_mib": peak}
+
+
+def extract_original(repo, directory):
+    package = os.path.join(directory, "albert")
+    os.makedirs(package)
+    for name in ("create_pretraining_data.py", "tokenization.py", "__init__.py"):
+        content = subprocess.run(["git", "--git-dir", repo, "show", f"HEAD:{name}"],
+                                 capture_output=True, check=True).stdout
+        with open(os.path.join(package, name), "wb") as handle:
+            handle.write(content)
+    with open(os.path.join(directory, "tensorflow_hub.py"), "w") as handle:
+        handle.write("# stub: the original imports tensorflow_hub only for TF-Hub modules\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "albert-data-bench"))
+    parser.add_argument("--original_repo", default=None,
+                        help="git directory of google-research/albert (optional)")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--dupe_factor", type=int, default=10)
+    parser.add_argument("--seq_lengths", default="128,512")
+    args = parser.parse_args()
+
+    train, repeated, prefix = prepare(args)
+    rows = []
+    with tempfile.TemporaryDirectory() as output_dir, tempfile.TemporaryDirectory() as original_dir:
+        if args.original_repo:
+            extract_original(args.original_repo, original_dir)
+        for seq in [int(s) for s in args.seq_lengths.split(",")]:
+            for workers in (1, 2):
+                rows.append(dict(ours(train, prefix, seq, workers, output_dir, args.dupe_factor),
+                                 input="demo corpus", max_seq_length=seq))
+            if args.original_repo:
+                rows.append(dict(original(train, prefix, seq, output_dir, original_dir, args.dupe_factor),
+                                 input="demo corpus", max_seq_length=seq))
+        for workers in (1, 2):
+            rows.append(dict(ours(repeated, prefix, 128, workers, output_dir, args.dupe_factor),
+                             input="demo corpus x4", max_seq_length=128))
+        if args.original_repo:
+            rows.append(dict(original(repeated, prefix, 128, output_dir, original_dir, args.dupe_factor),
+                             input="demo corpus x4", max_seq_length=128))
+
+    print("| input | seq | implementation | instances | seconds | instances/s | peak RSS (MiB) |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['input']} | {row['max_seq_length']} | {row['implementation']} | "
+              f"{row['instances']:,} | {row['seconds']:.1f} | {row['instances_per_second']:,.0f} | "
+              f"{row['peak_rss_mib']:,.0f} |")
+    print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
