@@ -5,7 +5,8 @@ from albert.modeling.embeddings import AlbertEmbeddings
 from albert.modeling.encoder import AlbertEncoder
 from albert.modeling.feed_forward import AlbertFeedForward
 from albert.modeling.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
-from albert.modeling.losses import pretraining_losses, pretraining_metric_sums
+from albert.modeling.losses import (pretraining_losses, pretraining_metric_sums,
+                                   pretraining_normalizers)
 from albert.modeling.pretrainer import AlbertPretrainer
 from albert.modeling.sharing import SharingPlan, sharing_plan
 
@@ -21,5 +22,6 @@ __all__ = [
     "attention_bias_from_mask",
     "pretraining_losses",
     "pretraining_metric_sums",
+    "pretraining_normalizers",
     "sharing_plan",
 ]

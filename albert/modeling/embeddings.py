@@ -68,7 +68,13 @@ class AlbertEmbeddings(keras.layers.Layer):
                 f"Sequence length {sequence_length} exceeds max_position_embeddings "
                 f"{self.max_position_embeddings}; shorten the input (e.g. --max_seq_length).")
         embedded = self.word_embeddings(input_word_ids)
-        embedded = embedded + self.token_type_embeddings(input_type_ids)
+        # The token-type table has a handful of rows: a one-hot product (as the
+        # original's TPU path and Model Garden do) gives the same values as a
+        # lookup, and a dense gradient instead of thousands of sparse rows
+        # summed into two.
+        type_one_hot = ops.one_hot(input_type_ids, self.type_vocab_size, dtype=embedded.dtype)
+        table = ops.cast(self.token_type_embeddings.embeddings, embedded.dtype)
+        embedded = embedded + ops.matmul(type_one_hot, table)
         positions = ops.cast(self.position_embeddings[:sequence_length], embedded.dtype)
         embedded = embedded + positions[None, :, :]
         embedded = self.layer_norm(embedded)

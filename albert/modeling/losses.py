@@ -3,40 +3,65 @@
 from keras import ops
 
 
-def _label_log_probabilities(logits, labels):
-    log_probabilities = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    labels = ops.cast(labels, "int32")[..., None]
-    return ops.take_along_axis(log_probabilities, labels, axis=-1)[..., 0]
+def _cross_entropy(logits, labels):
+    """-log_softmax(logits)[label] per example.
+
+    The fused sparse cross-entropy equals the original's log_softmax times a
+    one-hot label to float32 rounding; picking the label's log-probability
+    with a gather instead would make the gradient a scatter into a zero tensor
+    the size of all MLM logits.
+    """
+    return ops.sparse_categorical_crossentropy(ops.cast(labels, "int32"),
+                                               ops.cast(logits, "float32"), from_logits=True)
 
 
 def masked_lm_example_losses(mlm_logits, masked_lm_ids):
     """Cross-entropy per masked position, [B, P]."""
-    return -_label_log_probabilities(mlm_logits, masked_lm_ids)
+    return _cross_entropy(mlm_logits, masked_lm_ids)
 
 
-def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights):
-    """`Σ w · CE / (Σ w + 1e-5)` over all masked positions of the batch."""
+def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights, total_weight=None):
+    """`Σ w · CE / (Σ w + 1e-5)` over all masked positions of the batch.
+
+    `total_weight` is Σ w over the whole global batch when the batch is split
+    across replicas (default: this batch's Σ w). Each replica then returns
+    its share of the global-batch loss, and the shares add up to exactly it.
+    """
     weights = ops.cast(masked_lm_weights, "float32")
     losses = masked_lm_example_losses(mlm_logits, masked_lm_ids)
-    return ops.sum(weights * losses) / (ops.sum(weights) + 1e-5)
+    if total_weight is None:
+        total_weight = ops.sum(weights)
+    return ops.sum(weights * losses) / (total_weight + 1e-5)
 
 
-def sentence_order_loss(sentence_order_logits, sentence_order_labels):
-    """Mean cross-entropy of the 2-way sentence-order head over the batch."""
+def sentence_order_loss(sentence_order_logits, sentence_order_labels, num_examples=None):
+    """Mean cross-entropy of the 2-way sentence-order head over the (global) batch."""
     labels = ops.reshape(sentence_order_labels, (-1,))
-    return ops.mean(-_label_log_probabilities(sentence_order_logits, labels))
+    losses = _cross_entropy(sentence_order_logits, labels)
+    if num_examples is None:
+        num_examples = ops.cast(ops.shape(losses)[0], "float32")
+    return ops.sum(losses) / num_examples
 
 
-def pretraining_losses(outputs, features):
+def pretraining_normalizers(features):
+    """Denominators of the pretraining losses for this batch (to be summed across replicas)."""
+    return {"masked_lm_weight": ops.sum(ops.cast(features["masked_lm_weights"], "float32")),
+            "examples": ops.cast(ops.shape(features["next_sentence_labels"])[0], "float32")}
+
+
+def pretraining_losses(outputs, features, normalizers=None):
     """Losses of one batch: `masked_lm_loss`, `sentence_order_loss` and their sum `loss`.
 
     `features` holds the pretraining TFRecord features `masked_lm_ids`,
     `masked_lm_weights` and `next_sentence_labels` (the SOP label, named as in
-    the original data format).
+    the original data format). `normalizers`: global sums of
+    `pretraining_normalizers` when the batch is split across replicas.
     """
+    normalizers = normalizers or {}
     mlm = masked_lm_loss(outputs["mlm_logits"], features["masked_lm_ids"],
-                         features["masked_lm_weights"])
-    sop = sentence_order_loss(outputs["sentence_order_logits"], features["next_sentence_labels"])
+                         features["masked_lm_weights"], normalizers.get("masked_lm_weight"))
+    sop = sentence_order_loss(outputs["sentence_order_logits"], features["next_sentence_labels"],
+                              normalizers.get("examples"))
     return {"loss": mlm + sop, "masked_lm_loss": mlm, "sentence_order_loss": sop}
 
 
@@ -59,7 +84,7 @@ def pretraining_metric_sums(outputs, features):
     sop_labels = ops.cast(ops.reshape(features["next_sentence_labels"], (-1,)), "int32")
     sop_correct = ops.cast(
         ops.equal(ops.cast(ops.argmax(sop_logits, axis=-1), "int32"), sop_labels), "float32")
-    sop_losses = -_label_log_probabilities(sop_logits, sop_labels)
+    sop_losses = _cross_entropy(sop_logits, sop_labels)
     num_examples = ops.cast(ops.shape(sop_labels)[0], "float32")
 
     weight_total = ops.sum(weights)
