@@ -20,3 +20,7 @@ class CheckpointMismatchError(AlbertError, ValueError):
 
 class InputError(AlbertError, ValueError):
     """Model or script input that cannot be used (bad shapes, missing files)."""
+
+
+class TrainingDivergedError(AlbertError, RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""

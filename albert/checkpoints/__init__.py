@@ -21,6 +21,26 @@ logger = logging.getLogger("albert")
 FORMATS = ("tf1", "hf", "keras", "model_garden")
 
 
+def detect_format(path: str) -> str:
+    """The format of a checkpoint path: keras, hf, model_garden (object-based) or tf1."""
+    from albert.checkpoints.hf import HF_WEIGHTS
+    from albert.checkpoints.keras_format import KERAS_FILE
+    from albert.checkpoints.tf1 import resolve_checkpoint_prefix
+
+    if path.endswith(".keras") or os.path.isfile(os.path.join(path, KERAS_FILE)):
+        return "keras"
+    if path.endswith(".safetensors") or os.path.isfile(os.path.join(path, HF_WEIGHTS)):
+        return "hf"
+    import tensorflow as tf
+
+    prefix = resolve_checkpoint_prefix(path)
+    try:
+        names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError) as error:
+        raise InputError(f"Cannot read checkpoint {prefix}: {error}") from None
+    return "model_garden" if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else "tf1"
+
+
 def output_files(output_format: str) -> List[str]:
     """Files `write_checkpoint` creates in the output directory."""
     from albert.checkpoints.hf import HF_CONFIG, HF_WEIGHTS
@@ -48,8 +68,11 @@ def read_checkpoint(path: str, input_format: str, config: Optional[AlbertConfig]
     """Reads a checkpoint of any format into canonical weights that fit `config`.
 
     `config` may be omitted for `hf` and `keras` inputs, which carry their own.
-    Raises CheckpointMismatchError if the weights do not fit.
+    `input_format="auto"` detects the format. Raises CheckpointMismatchError
+    if the weights do not fit.
     """
+    if input_format == "auto":
+        input_format = detect_format(path)
     _check_format(input_format)
     if input_format == "tf1":
         from albert.checkpoints.tf1 import read_tf1
@@ -103,7 +126,7 @@ def write_checkpoint(weights: Weights, config: AlbertConfig, output_dir: str,
     return [os.path.join(output_dir, name) for name in written]
 
 
-def load_into_model(model, path: str, input_format: str = "tf1") -> None:
+def load_into_model(model, path: str, input_format: str = "auto") -> None:
     """Initialises one of our models from a checkpoint of any format, all or nothing."""
     from albert.checkpoints.weights import model_parts
 
@@ -118,6 +141,7 @@ __all__ = [
     "Weights",
     "assign_model_weights",
     "check_weights",
+    "detect_format",
     "has_heads",
     "load_into_model",
     "model_variables",

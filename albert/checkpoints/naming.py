@@ -116,8 +116,10 @@ _HEAD_ROWS = (
 # pretraining checkpoints reports and skips them rather than failing.
 TASK_HEAD_PATTERN = re.compile(
     r"^(output_weights|output_bias|cls/squad/.*|start_logits/.*|end_logits/.*|answer_class/.*)$")
-# Training state that is never part of the model (SPEC §1.7).
-TRAINING_STATE_PATTERN = re.compile(r"(^global_step$|/adam_[mv]$)")
+# Training state that is never part of the model (SPEC §1.7), and the extra
+# training state our own checkpoints keep (random-generator and loss-scale
+# variables, under training_state/).
+TRAINING_STATE_PATTERN = re.compile(r"(^global_step$|/adam_[mv]$|^training_state/)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,89 @@
+"""The tf.distribute strategy a run uses, from flags (`--strategy`, `--tpu`).
+
+`auto` picks a TPU when `--tpu` is given (or one is attached), several
+workers when TF_CONFIG lists them, all local GPUs when there are several, one
+GPU, or the CPU. No home-made distribution: every scale-out is a
+`tf.distribute` strategy.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from albert.errors import InputError
+
+logger = logging.getLogger("albert")
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+def _cluster_workers() -> int:
+    try:
+        cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    except json.JSONDecodeError:
+        raise InputError("TF_CONFIG is not valid JSON") from None
+    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def _tpu_strategy(tpu: Optional[str]):
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as error:
+        raise InputError(f"Cannot connect to TPU {tpu or '(auto)'}: {error}") from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def create_strategy(name: str = "auto", tpu: Optional[str] = None):
+    if name not in STRATEGIES:
+        raise InputError(f"--strategy must be one of {', '.join(STRATEGIES)}")
+    gpus = tf.config.list_physical_devices("GPU")
+    if name == "auto":
+        if tpu:
+            name = "tpu"
+        elif _cluster_workers() > 1:
+            name = "multi_worker"
+        elif len(gpus) > 1:
+            name = "mirrored"
+        else:
+            name = "one_device"
+    if name == "tpu":
+        strategy = _tpu_strategy(tpu)
+    elif name == "multi_worker":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    elif name == "mirrored":
+        strategy = tf.distribute.MirroredStrategy()
+    else:
+        strategy = tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+    logger.info("Distribution strategy: %s with %d replica(s)", type(strategy).__name__,
+                strategy.num_replicas_in_sync)
+    return strategy
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerInfo:
+    """Where this process sits in the cluster."""
+
+    index: int              # 0 is the chief: it writes checkpoints and logs
+    count: int
+    local_replicas: int
+
+    @property
+    def is_chief(self) -> bool:
+        return self.index == 0
+
+
+def worker_info(strategy) -> WorkerInfo:
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and resolver is not None:
+        count = max(_cluster_workers(), 1)
+        index = resolver.task_id if resolver.task_type == "worker" else 0
+        if resolver.task_type == "worker" and "chief" in (resolver.cluster_spec().as_dict() or {}):
+            index += 1
+        return WorkerInfo(index, count, strategy.num_replicas_in_sync // count)
+    return WorkerInfo(0, 1, strategy.num_replicas_in_sync)

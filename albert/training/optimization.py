@@ -1,0 +1,214 @@
+"""ALBERT's learning-rate schedule, AdamW and LAMB, as Keras 3 optimizers (SPEC §6).
+
+The update rules are the original's, which differ from Keras's and Model
+Garden's own AdamW / LAMB (SPEC §6.5):
+
+* no bias correction; `u = m / (sqrt(v) + ε)` with ε = 1e-6;
+* weight decay 0.01 added to the update (`u += wd · w`, pre-update `w`) for
+  every variable whose original name does not match `LayerNorm`,
+  `layer_norm` or `bias`;
+* LAMB scales the update by the trust ratio `‖w‖ / ‖u‖` (1 when either norm
+  is 0, and for the excluded variables): `w -= ratio · lr · u`;
+* gradients are clipped to global norm 1.0 first, over all variables
+  jointly — after summing across replicas, so distributed training equals
+  single-device training on the global batch.
+
+Exclusions match the variables' original TF1 names (e.g.
+`bert/encoder/.../LayerNorm/gamma`), given by `variable_names`; a Keras 3
+variable's own name is just `gamma` or `kernel`.
+"""
+
+import re
+from typing import Dict, Optional, Sequence
+
+import keras
+from keras import ops
+
+DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+
+
+@keras.saving.register_keras_serializable(package="albert")
+class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up, then polynomial decay to 0 computed from step 0 (SPEC §6.1).
+
+    `decayed(step) = lr · (1 - min(step, T) / T) ** poly_power`; during
+    warm-up (`step - start_warmup_step < W`) the rate is
+    `lr · (step - start_warmup_step) / W`. The rate jumps at the end of
+    warm-up, as in the original. QUIRK fixed: a step before
+    `start_warmup_step` gave a negative rate in the original; it is 0 here.
+    """
+
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0, start_warmup_step=0,
+                 poly_power=1.0):
+        self.learning_rate = learning_rate
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.start_warmup_step = start_warmup_step
+        self.poly_power = poly_power
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        total = float(max(self.num_train_steps, 1))
+        progress = ops.minimum(step, total) / total
+        decayed = self.learning_rate * ops.power(1.0 - progress, self.poly_power)
+        if self.num_warmup_steps <= 0:
+            return decayed
+        warmup_step = ops.floor(step) - float(self.start_warmup_step)
+        warmup = self.learning_rate * ops.maximum(warmup_step, 0.0) / float(self.num_warmup_steps)
+        return ops.where(warmup_step < self.num_warmup_steps, warmup, decayed)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps,
+                "start_warmup_step": self.start_warmup_step, "poly_power": self.poly_power}
+
+
+def clip_by_global_norm(gradients, clip_norm):
+    """The original's `tf.clip_by_global_norm`: scale by clip / max(norm, clip)."""
+    norm = ops.sqrt(sum(ops.sum(ops.square(g)) for g in gradients))
+    scale = clip_norm / ops.maximum(norm, clip_norm)
+    return [g * ops.cast(scale, g.dtype) for g in gradients]
+
+
+class _AlbertOptimizer(keras.optimizers.Optimizer):
+    """Shared state of ALBERT's AdamW and LAMB: slots m, v, exclusions, clipping."""
+
+    use_trust_ratio = False
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-6, clip_norm=1.0,
+                 exclude_from_weight_decay: Sequence[str] = DEFAULT_EXCLUDE,
+                 exclude_from_layer_adaptation: Optional[Sequence[str]] = None,
+                 variable_names: Optional[Dict[str, str]] = None, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.clip_norm = clip_norm
+        self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
+        self.exclude_from_layer_adaptation = list(
+            exclude_from_layer_adaptation if exclude_from_layer_adaptation is not None
+            else self.exclude_from_weight_decay)
+        # {Keras variable path: original name}; unknown variables use their path.
+        self.variable_names = dict(variable_names or {})
+
+    def original_name(self, variable) -> str:
+        return self.variable_names.get(variable.path, variable.path)
+
+    def _matches(self, variable, patterns) -> bool:
+        name = self.original_name(variable)
+        return any(re.search(pattern, name) for pattern in patterns)
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = [], []
+        self._decay, self._adapt = [], []
+        for variable in var_list:
+            self._momentums.append(self.add_variable_from_reference(variable, "adam_m"))
+            self._velocities.append(self.add_variable_from_reference(variable, "adam_v"))
+            self._decay.append(self.weight_decay_rate > 0
+                               and not self._matches(variable, self.exclude_from_weight_decay))
+            self._adapt.append(not self._matches(variable, self.exclude_from_layer_adaptation))
+
+    def slots(self, variable):
+        """(adam_m, adam_v) of a model variable, for checkpoints."""
+        index = self._get_variable_index(variable)
+        return self._momentums[index], self._velocities[index]
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        if keras.backend.backend() == "tensorflow":
+            self._tensorflow_update_step(grads, trainable_variables, learning_rate)
+        else:
+            grads = clip_by_global_norm(grads, self.clip_norm)
+            for grad, variable in zip(grads, trainable_variables):
+                self.update_step(grad, variable, learning_rate)
+
+    def _tensorflow_update_step(self, grads, trainable_variables, learning_rate):
+        # Keras sums gradients across replicas inside its update; the clip must
+        # come after that sum, so this runs the same steps with the clip in
+        # between: all-reduce, clip, per-variable update on every replica.
+        import tensorflow as tf
+
+        # Embedding gradients arrive as IndexedSlices with repeated rows; the
+        # norm and the moments need them summed into dense tensors, as the
+        # original's update did (keras.ops leaves IndexedSlices as they are).
+        grads = [tf.convert_to_tensor(g) for g in grads]
+        variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
+        reduced = self._all_reduce_sum_gradients(list(zip(grads, variables)))
+        clipped = clip_by_global_norm([g for g, _ in reduced], self.clip_norm)
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            self._distributed_tf_update_step, self._distribution_strategy,
+            list(zip(clipped, variables)), learning_rate)
+
+    def _update_direction(self, gradient, variable):
+        """m, v updated in place; returns u (with weight decay) for the variable."""
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        gradient = ops.cast(gradient, variable.dtype)
+        next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
+        next_v = self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient)
+        self.assign(m, next_m)
+        self.assign(v, next_v)
+        update = next_m / (ops.sqrt(next_v) + self.epsilon)
+        if self._decay[index]:
+            update = update + self.weight_decay_rate * variable
+        return update, index
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1,
+                      beta_2=self.beta_2, epsilon=self.epsilon, clip_norm=self.clip_norm,
+                      exclude_from_weight_decay=self.exclude_from_weight_decay,
+                      exclude_from_layer_adaptation=self.exclude_from_layer_adaptation)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert")
+class AlbertAdamW(_AlbertOptimizer):
+    """The original `AdamWeightDecayOptimizer`: `w -= lr · (m / (sqrt(v) + ε) + wd · w)`.
+
+    Example:
+        schedule = AlbertLearningRateSchedule(5e-5, num_train_steps=1000, num_warmup_steps=100)
+        optimizer = AlbertAdamW(schedule, variable_names=original_names(model))
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        update, _ = self._update_direction(gradient, variable)
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
+
+
+@keras.saving.register_keras_serializable(package="albert")
+class AlbertLamb(_AlbertOptimizer):
+    """The original `LAMBOptimizer`: AdamW's update scaled by the trust ratio ‖w‖ / ‖u‖.
+
+    The ratio is not clipped; it is 1 when either norm is 0 and for variables
+    matching `exclude_from_layer_adaptation` (default: the weight-decay
+    exclusions, so LayerNorm and bias variables get neither).
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        update, index = self._update_direction(gradient, variable)
+        learning_rate = ops.cast(learning_rate, variable.dtype)
+        if self._adapt[index]:
+            weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            update_norm = ops.sqrt(ops.sum(ops.square(update)))
+            ratio = ops.where(ops.logical_and(weight_norm > 0, update_norm > 0),
+                              weight_norm / ops.maximum(update_norm, 1e-30), 1.0)
+            self.assign_sub(variable, ratio * learning_rate * update)
+        else:
+            self.assign_sub(variable, learning_rate * update)
+
+
+def create_optimizer(name: str, learning_rate: float, num_train_steps: int, num_warmup_steps: int,
+                     start_warmup_step: int = 0, poly_power: float = 1.0,
+                     variable_names: Optional[Dict[str, str]] = None):
+    """The optimizer the original's `--optimizer` flag names ("adamw" or "lamb")."""
+    schedule = AlbertLearningRateSchedule(learning_rate, num_train_steps, num_warmup_steps,
+                                          start_warmup_step, poly_power)
+    classes = {"adamw": AlbertAdamW, "lamb": AlbertLamb}
+    if name not in classes:
+        raise ValueError(f"Unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
+    return classes[name](learning_rate=schedule, variable_names=variable_names)
