@@ -81,3 +81,18 @@ def demo_corpus(tmp_path_factory):
     build_demo_corpus(str(directory))
     model = corpora.train_model(str(directory / "train.txt"), str(directory / "spm"), vocab_size=4000)
     return str(directory), model
+
+
+@pytest.fixture(scope="session")
+def synthetic_records(tmp_path_factory, synthetic_corpus):
+    """Pretraining TFRecords (seq 64, 10 predictions) of the synthetic corpus: (files, model)."""
+    from albert.data.instances import InstanceConfig
+    from albert.data.masking import MaskingConfig
+    from albert.data.pretraining_data import DataConfig, create_pretraining_data
+
+    corpus, model = synthetic_corpus
+    directory = tmp_path_factory.mktemp("synthetic_records")
+    config = DataConfig(instance=InstanceConfig(max_seq_length=64, masking=MaskingConfig(
+        max_predictions_per_seq=10)), spm_model_file=model, dupe_factor=2)
+    create_pretraining_data(corpus, str(directory / "train.tfrecord@2"), config, show_progress=False)
+    return sorted(str(p) for p in directory.glob("train.tfrecord-*")), model

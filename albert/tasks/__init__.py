@@ -1,0 +1,1 @@
+"""Training tasks: what the one training loop (`albert.training.loop`) trains."""

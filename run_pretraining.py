@@ -1,0 +1,155 @@
+"""Pretrain ALBERT (masked LM + sentence-order prediction) with ALBERT's LAMB or AdamW.
+
+    python run_pretraining.py --albert_config_file=configs/albert_base_v2.json \
+        --input_file=data/train.tfrecord-* --eval_file=data/heldout.tfrecord \
+        --output_dir=runs/base --train_batch_size=4096 --max_seq_length=512 \
+        --do_train --do_eval
+
+Runs on a TPU, one or several GPUs, several machines (TF_CONFIG) or a CPU,
+with the same command (`--strategy=auto`). Killed runs resume from the latest
+checkpoint in --output_dir with the same data order and random state.
+
+Outputs in --output_dir: model.ckpt-N (original variable names, optimizer
+slots adam_m/adam_v, global_step), model.ckpt-best (by masked_lm_accuracy on
+--eval_file), eval_results.json / eval_results.txt, train_log.jsonl (one
+JSON object per step), tensorboard/, albert_config.json.
+
+Differences from the original (docs/fidelity.md): evaluation uses
+--eval_file (default: the training files, as the original did) and evaluates
+each checkpoint once; --init_checkpoint must fit the model (a checkpoint that
+matches nothing used to train from scratch silently) and may be in any
+format convert_checkpoint.py reads; --masked_lm_budget works (the original
+crashed); --init_from_group0 initialises every group (the original silently
+skipped some).
+"""
+
+import os
+
+from absl import flags, logging
+
+from albert import cli
+from albert.config import AlbertConfig
+from albert.data.inputs import resolve_input_files
+from albert.errors import InputError
+from albert.tasks.pretraining import PretrainingTask
+from albert.training.distribute import STRATEGIES, create_strategy
+from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
+from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+
+# --- the original's flags ---
+flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model to train.")
+flags.DEFINE_string("input_file", None, "Training TFRecords: comma-separated files or globs.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, logs and evaluation results go here.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial weights (original TF1, Hugging Face, Model Garden or .keras; "
+                    "see --init_checkpoint_format).")
+flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the data.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence in the data.")
+flags.DEFINE_bool("do_train", True, "Train.")
+flags.DEFINE_bool("do_eval", False,
+                  "Evaluate: every checkpoint during training, or, without --do_train, every "
+                  "checkpoint in --output_dir not evaluated yet.")
+flags.DEFINE_integer("train_batch_size", 4096, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 64, "Evaluation batch size.")
+flags.DEFINE_enum("optimizer", "lamb", ["adamw", "lamb"], "ALBERT's LAMB or AdamW.")
+flags.DEFINE_float("learning_rate", 0.00176, "Peak learning rate.")
+flags.DEFINE_integer("num_train_steps", 125000, "Training steps.")
+flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warm-up steps.")
+flags.DEFINE_integer("start_warmup_step", 0, "Step at which warm-up starts.")
+flags.DEFINE_integer("save_checkpoints_steps", 5000, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept (0: all).")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "TPU steps per loop (used on TPUs when --steps_per_loop is not given).")
+flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches per checkpoint.")
+flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --strategy=tpu).")
+flags.DEFINE_bool("init_from_group0", False,
+                  "Initialise every group (and per-layer copy) from the checkpoint's group_0.")
+flags.DEFINE_string("tpu_name", None, "TPU name or address.")
+flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility; the TPU resolver finds the zone.")
+flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
+flags.DEFINE_string("master", None, "Accepted for compatibility.")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy counts cores).")
+flags.DEFINE_float("masked_lm_budget", 0,
+                   "If > 0, draw masks on the fly at this masking rate (fresh masks every time a "
+                   "record is read) with the create_pretraining_data algorithm.")
+flags.DEFINE_float("poly_power", 1.0, "Exponent of the polynomial learning-rate decay.")
+# --- added here ---
+flags.DEFINE_string("eval_file", None,
+                    "Held-out TFRecords for evaluation (default: --input_file, as the original).")
+flags.DEFINE_enum("strategy", "auto", STRATEGIES, "tf.distribute strategy.")
+flags.DEFINE_string("tpu", None, "TPU name or address (same as --tpu_name).")
+flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION,
+                  "Mixed precision policy; mixed_float16 uses dynamic loss scaling.")
+flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+flags.DEFINE_integer("steps_per_loop", None,
+                     "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
+flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", "tf1", "hf", "keras", "model_garden"],
+                  "Format of --init_checkpoint.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of the input shuffles, dynamic masks and init.")
+flags.DEFINE_integer("shuffle_buffer_size", 100, "Record shuffle buffer (the original used 100).")
+flags.DEFINE_bool("progress", True, "Show a progress bar.")
+flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    import keras
+
+    if not FLAGS.do_train and not FLAGS.do_eval:
+        raise InputError("At least one of --do_train or --do_eval must be set")
+    # The strategy comes first: multi-worker collectives must be configured
+    # before TensorFlow runs any op (the input checks below read records).
+    tpu = FLAGS.tpu or FLAGS.tpu_name
+    strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
+    strategy = create_strategy(strategy_name, tpu)
+    config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    input_files = resolve_input_files(FLAGS.input_file)
+    eval_files = None
+    if FLAGS.do_eval:
+        if FLAGS.eval_file:
+            eval_files = resolve_input_files(FLAGS.eval_file)
+        else:
+            logging.warning("No --eval_file: evaluating on the training files, as the original did")
+            eval_files = input_files
+    task = PretrainingTask(
+        config=config, input_files=input_files, eval_files=eval_files,
+        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+        init_checkpoint=FLAGS.init_checkpoint, init_checkpoint_format=FLAGS.init_checkpoint_format,
+        init_from_group0=FLAGS.init_from_group0, masked_lm_budget=FLAGS.masked_lm_budget)
+    task.check_inputs()  # bad input fails here, before anything is written
+
+    keras.utils.set_random_seed(FLAGS.random_seed)
+    steps_per_loop = FLAGS.steps_per_loop or (
+        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
+    schedule = AlbertLearningRateSchedule(FLAGS.learning_rate, FLAGS.num_train_steps,
+                                          FLAGS.num_warmup_steps, FLAGS.start_warmup_step,
+                                          FLAGS.poly_power)
+    trainer = Trainer(
+        task, strategy,
+        TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
+                      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                      keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
+                      max_eval_steps=FLAGS.max_eval_steps, jit_compile=FLAGS.jit_compile,
+                      mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress),
+        make_optimizer=lambda names: create_optimizer(
+            FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
+            FLAGS.start_warmup_step, FLAGS.poly_power, variable_names=names),
+        variable_names=variable_names_for, learning_rate=schedule)
+
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    config.to_json_file(os.path.join(FLAGS.output_dir, "albert_config.json"))
+    logging.info("TensorBoard logs: tensorboard --logdir=%s", os.path.join(FLAGS.output_dir, "tensorboard"))
+    if FLAGS.do_train:
+        result = trainer.train(do_eval=FLAGS.do_eval)
+    else:
+        result = trainer.evaluate_checkpoints()
+    if result:
+        logging.info("Last evaluation: %s", ", ".join(f"{k} = {v:.4f}" for k, v in sorted(result.items())))
+
+
+if __name__ == "__main__":
+    cli.run(main)
