@@ -31,6 +31,8 @@ def _drop_tensorflow_test_callbacks() -> None:
 def run(main):
     def guarded_main(argv):
         logging.getLogger("albert").setLevel(logging.INFO)
+        # TensorFlow's own INFO lines (checkpoint sharding timings, ...) are noise here.
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
         try:
             return main(argv)
         except (AlbertError, OSError) as error:
