@@ -29,7 +29,7 @@ from absl import flags, logging
 
 from albert import cli
 from albert.config import AlbertConfig
-from albert.data.inputs import resolve_input_files
+from albert.data.corpus import expand_input_patterns
 from albert.errors import InputError
 from albert.tasks.pretraining import PretrainingTask
 from albert.training.distribute import STRATEGIES, create_strategy
@@ -105,11 +105,11 @@ def main(argv):
     strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
     strategy = create_strategy(strategy_name, tpu)
     config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-    input_files = resolve_input_files(FLAGS.input_file)
+    input_files = expand_input_patterns(FLAGS.input_file)
     eval_files = None
     if FLAGS.do_eval:
         if FLAGS.eval_file:
-            eval_files = resolve_input_files(FLAGS.eval_file)
+            eval_files = expand_input_patterns(FLAGS.eval_file)
         else:
             logging.warning("No --eval_file: evaluating on the training files, as the original did")
             eval_files = input_files

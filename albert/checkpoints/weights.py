@@ -7,13 +7,12 @@ mis-shaped variables are all reported together in one error.
 """
 
 import logging
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List
 
 import keras
 import numpy as np
 
-from albert.checkpoints.naming import (TASK_HEAD_PATTERN, TRAINING_STATE_PATTERN, WeightName,
-                                       weight_names)
+from albert.checkpoints.naming import TASK_HEAD_PATTERN, TRAINING_STATE_PATTERN, weight_names
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
 
@@ -141,8 +140,3 @@ def assign_model_weights(model, weights: Weights, source: str = "weights") -> No
 
 def as_float32(weights: Weights) -> Weights:
     return {name: np.asarray(value, dtype=np.float32) for name, value in weights.items()}
-
-
-def rows_for(config: AlbertConfig, weights: Optional[Weights] = None) -> List[WeightName]:
-    """Table rows of `config`, heads included only if `weights` has them."""
-    return weight_names(config, include_heads=weights is None or has_heads(weights))

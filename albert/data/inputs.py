@@ -19,7 +19,6 @@ from typing import List, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert.data.corpus import expand_input_patterns
 from albert.data.masking import MaskingConfig, MaskingVocabulary, mask_sequence
 from albert.errors import InputError
 
@@ -170,8 +169,3 @@ def pretraining_dataset(files: List[str], max_seq_length: int, max_predictions_p
         dataset = dataset.map(dynamic_masking, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     dataset = dataset.map(lambda indices, features: _rename_for_model(features))
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def resolve_input_files(patterns: str) -> List[str]:
-    """Comma-separated TFRecord files or globs (sorted within each glob)."""
-    return expand_input_patterns(patterns)

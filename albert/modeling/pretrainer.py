@@ -7,7 +7,6 @@ from albert.errors import InputError
 from albert.modeling.configured_model import ConfiguredModel
 from albert.modeling.encoder import AlbertEncoder
 from albert.modeling.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
-from albert.modeling.losses import pretraining_losses
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -19,7 +18,7 @@ class AlbertPretrainer(ConfiguredModel):
 
     Outputs: the encoder's dict plus `mlm_logits` `[B, P, V]` (logits at the
     masked positions only, float32) and `sentence_order_logits` `[B, 2]`.
-    `pretraining_losses(outputs, features)` gives the original's losses.
+    `albert.modeling.pretraining_losses(outputs, features)` gives the original's losses.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -27,7 +26,7 @@ class AlbertPretrainer(ConfiguredModel):
     Example:
         model = AlbertPretrainer(config)
         outputs = model(features, training=True)
-        losses = model.compute_pretraining_losses(outputs, features)
+        losses = albert.modeling.pretraining_losses(outputs, features)
     """
 
     def __init__(self, config, **kwargs):
@@ -66,7 +65,3 @@ class AlbertPretrainer(ConfiguredModel):
             self.encoder.get_embedding_table())
         outputs["sentence_order_logits"] = self.sentence_order(outputs["pooled_output"])
         return outputs
-
-    @staticmethod
-    def compute_pretraining_losses(outputs, features):
-        return pretraining_losses(outputs, features)
