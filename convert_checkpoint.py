@@ -1,4 +1,4 @@
-"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden and Keras formats.
+r"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden and Keras formats.
 
     python convert_checkpoint.py --albert_config_file=albert_config.json \
         --init_checkpoint=albert_base/model.ckpt-best --input_format=tf1 \
@@ -11,14 +11,16 @@ Outputs (in --output_dir, written atomically):
   model_garden  encoder.ckpt.* = tf.train.Checkpoint(encoder=AlbertEncoder) + albert_config.json
 
 A checkpoint that does not fit the config is an error listing every missing,
-unexpected and mis-shaped variable; nothing is converted partially.
+unexpected and mis-shaped variable; nothing is converted partially. Paths may
+be on any file system TensorFlow knows (gs://, ...).
 """
 
 from absl import flags, logging
 
 from albert import cli
-from albert.checkpoints import FORMATS, has_heads, read_checkpoint, write_checkpoint
-from albert.config import AlbertConfig
+from albert.checkpoints import format_names, formats, has_heads, read_checkpoint, write_checkpoint
+
+_FORMAT_HELP = "; ".join(f"{fmt.name}: {fmt.description}" for fmt in formats().values())
 
 flags.DEFINE_string("albert_config_file", None,
                     "albert_config.json of the model. Optional for hf and keras inputs, which "
@@ -26,10 +28,12 @@ flags.DEFINE_string("albert_config_file", None,
 flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint to convert: a TF checkpoint prefix or any of its files, a "
                     "directory holding one, an HF directory, or a .keras file.")
-flags.DEFINE_enum("input_format", "tf1", FORMATS, "Format of --init_checkpoint.")
-flags.DEFINE_enum("output_format", "hf", FORMATS, "Format to write.")
+flags.DEFINE_enum("input_format", "tf1", ["auto", *format_names()],
+                  f"Format of --init_checkpoint (auto: detect). {_FORMAT_HELP}.")
+flags.DEFINE_enum("output_format", "hf", format_names(), "Format to write.")
 flags.DEFINE_string("output_dir", None, "Directory for the converted files.")
 flags.DEFINE_bool("overwrite", False, "Replace files of the same name in --output_dir.")
+cli.define_config_flags()
 flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 FLAGS = flags.FLAGS
@@ -37,8 +41,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    config = (AlbertConfig.from_json_file(FLAGS.albert_config_file)
-              if FLAGS.albert_config_file else None)
+    config = cli.load_albert_config(FLAGS.albert_config_file) if FLAGS.albert_config_file else None
     weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config)
     logging.info("Read %d variables (%s heads) from %s", len(weights),
                  "with" if has_heads(weights) else "without", FLAGS.init_checkpoint)

@@ -1,4 +1,4 @@
-"""Create ALBERT pretraining TFRecords (sentence-order prediction, whole-word n-gram masking).
+r"""Create ALBERT pretraining TFRecords (sentence-order prediction, whole-word n-gram masking).
 
     python create_pretraining_data.py --input_file=corpus/*.txt \
         --output_file=data/train.tfrecord@8 --spm_model_file=30k-clean.model \
@@ -9,7 +9,10 @@ allowed; comma-separated files or globs). Output: TFRecords with the
 original's schema (`input_ids`, `input_mask`, `segment_ids`,
 `token_boundary`, `masked_lm_positions`, `masked_lm_ids`,
 `masked_lm_weights`, `next_sentence_labels`), written round-robin over the
-output files, plus a JSON summary beside them.
+output files, plus a JSON summary beside them (<output>.summary.json:
+statistics, and what run_pretraining.py checks the data against: lengths,
+vocabulary size, special ids, records per file). Paths may be on any file
+system TensorFlow knows (gs://, ...).
 
 The original's 17 flags keep their names, defaults and meaning. Differences
 (docs/fidelity.md): the same flags and seed give byte-identical files for any
@@ -30,6 +33,7 @@ from albert.data.instances import InstanceConfig  # noqa: E402
 from albert.data.masking import MaskingConfig  # noqa: E402
 from albert.data.pretraining_data import DataConfig, create_pretraining_data  # noqa: E402
 from albert.errors import InputError  # noqa: E402
+from albert.tokenization import DIGIT_COMMA_RULES  # noqa: E402
 
 # --- the original's flags ---
 flags.DEFINE_string("input_file", None,
@@ -67,9 +71,14 @@ flags.DEFINE_bool("single_segment_random_document", True,
                   "Sentence-order mode: give a one-segment chunk a random-document B labelled 1, "
                   "as the original does (a quirk that adds NSP-style pairs and lifts the label-1 "
                   "share above 0.5). False skips such chunks.")
+flags.DEFINE_enum("digit_comma_rule", "intended", list(DIGIT_COMMA_RULES),
+                  "How a piece ending in a digit and a comma is split: 'intended' (what the "
+                  "original meant, also what Hugging Face and Model Garden do) or "
+                  "'python3_original' (what the original does under Python 3: the re-encoded "
+                  "digits keep their word-start marker).")
 flags.DEFINE_string("summary_file", None,
                     "Where to write the JSON summary (default: beside the first output file, "
-                    "<output>.summary.json).")
+                    "<output>.summary.json). run_pretraining.py looks for it beside the data.")
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 
@@ -97,7 +106,7 @@ def main(argv):
         dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
         do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file,
         vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
-        documents_per_window=FLAGS.documents_per_window)
+        documents_per_window=FLAGS.documents_per_window, digit_comma_rule=FLAGS.digit_comma_rule)
     summary = create_pretraining_data(FLAGS.input_file, FLAGS.output_file, config,
                                       num_workers=FLAGS.num_workers,
                                       summary_file=FLAGS.summary_file, show_progress=FLAGS.progress)

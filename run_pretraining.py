@@ -29,7 +29,7 @@ from absl import flags, logging
 
 from albert import cli
 from albert.config import AlbertConfig
-from albert.data.corpus import expand_input_patterns
+from albert.io import expand_file_patterns as expand_input_patterns
 from albert.errors import InputError
 from albert.tasks.pretraining import PretrainingTask
 from albert.training.distribute import STRATEGIES, create_strategy

@@ -4,21 +4,81 @@
 input) or an `OSError` (missing file, no permission) prints `ERROR: <message>`
 to stderr and exits with status 1, without a stack trace. Anything else is a
 bug and keeps its traceback.
+
+It also keeps TensorFlow's start-up noise out of the scripts' output: the
+CUDA probe's "failed call to cuInit" error line on machines without a GPU
+driver, and checkpoint-sharding timing lines.
 """
 
+import contextlib
 import logging
+import os
+import re
 import sys
+import tempfile
 
-from absl import app
+from absl import app, flags
 
+from albert.config import AlbertConfig
 from albert.errors import AlbertError
+
+# Lines TensorFlow's C++ runtime prints while enumerating devices on a machine
+# without a usable GPU; they are not errors of the run.
+_DEVICE_PROBE_NOISE = re.compile(
+    r"(failed call to cuInit|Could not find cuda drivers|cudart_stub|"
+    r"Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered|"
+    r"TF-TRT Warning|oneDNN custom operations are on|cpu_feature_guard|"
+    r"rebuild TensorFlow with the appropriate compiler flags|"
+    r"All log messages before absl::InitializeLog)")
+# absl INFO lines TensorFlow logs on every checkpoint write.
+_ABSL_NOISE = re.compile(r"^Sharding callback duration")
+
+
+class _DropMessages(logging.Filter):
+    def __init__(self, pattern):
+        super().__init__()
+        self.pattern = pattern
+
+    def filter(self, record):
+        return not self.pattern.search(str(record.msg))
+
+
+@contextlib.contextmanager
+def filtered_stderr(noise):
+    """Captures file descriptor 2 (C++ logs) and replays every line that is not noise."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            kept = [line for line in capture.read().decode("utf-8", "replace").splitlines(True)
+                    if not noise.search(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
+def probe_tensorflow_devices() -> None:
+    """Enumerates TensorFlow's devices once, without its GPU-probe noise.
+
+    Enumerating physical devices does not start the runtime, so
+    multi-worker strategies can still be configured afterwards.
+    """
+    import tensorflow as tf
+
+    with filtered_stderr(_DEVICE_PROBE_NOISE):
+        tf.config.list_physical_devices()
 
 
 def _drop_tensorflow_test_callbacks() -> None:
     # Importing TensorFlow registers an absl start-up callback from its
-    # distribute test utilities that lists GPUs: it initialises the device
-    # runtime and prints "failed call to cuInit" on every CPU machine, in
-    # every absl program, even those that never use TensorFlow.
+    # distribute test utilities that lists GPUs in every absl program.
     callbacks = getattr(app, "_init_callbacks", None)
     if callbacks is None:
         return
@@ -28,12 +88,27 @@ def _drop_tensorflow_test_callbacks() -> None:
     callbacks.extend(kept)
 
 
+def define_config_flags() -> None:
+    """Flags every script that reads an albert_config.json shares."""
+    flags.DEFINE_bool("allow_unknown_config_keys", False,
+                      "Keep albert_config.json keys this package does not know (configs written "
+                      "by other tools). By default an unknown key is an error, since it is "
+                      "usually a misspelling that would silently leave a default in place.")
+
+
+def load_albert_config(path: str) -> AlbertConfig:
+    return AlbertConfig.from_json_file(
+        path, allow_unknown_keys=flags.FLAGS.allow_unknown_config_keys)
+
+
 def run(main):
     def guarded_main(argv):
         logging.getLogger("albert").setLevel(logging.INFO)
-        # TensorFlow's own INFO lines (checkpoint sharding timings, ...) are noise here.
         logging.getLogger("tensorflow").setLevel(logging.WARNING)
+        logging.getLogger("absl").addFilter(_DropMessages(_ABSL_NOISE))
         try:
+            if "tensorflow" in sys.modules:
+                probe_tensorflow_devices()
             return main(argv)
         except (AlbertError, OSError) as error:
             print(f"ERROR: {error}", file=sys.stderr)

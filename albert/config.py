@@ -5,19 +5,32 @@ config, unknown keys included (e.g. `net_structure_type`, `layers_to_keep`), and
 written back sorted with a 2-space indent. Missing keys take the original
 constructor defaults, which describe the xxlarge architecture.
 
+Keys the model does not use but the released files carry
+(`net_structure_type`, `gap_size`, `num_memory_blocks`, `layers_to_keep`)
+are kept as they are. Any other key is almost always a typo
+(`num_hiden_layers` would silently leave the default 12 layers), so it is
+rejected with the nearest known key named; `allow_unknown_keys=True` (the
+scripts' `--allow_unknown_config_keys`) keeps such keys for configs written
+by other tools.
+
 One key is ours: `sharing_strategy` selects the paper's Table 4 cross-layer
-sharing strategies (SPEC §1.6). Absent, it means `"groups"`: the original
-`num_hidden_groups` / `inner_group_num` semantics, where all-shared is `G = 1`
-and not-shared is `G = L`. `"shared_attention"` and `"shared_ffn"` share one
-sub-block across all layers and give every layer its own copy of the other.
+sharing strategies (docs/architecture.md). Absent, it means `"groups"`: the
+original `num_hidden_groups` / `inner_group_num` semantics, where all-shared
+is `G = 1` and not-shared is `G = L`. `"shared_attention"` and `"shared_ffn"`
+share one sub-block across all layers and give every layer its own copy of
+the other.
 """
 
 import dataclasses
+import difflib
 import json
 import math
 from typing import Any, Optional
 
 from albert.errors import ConfigError
+
+# Keys of the released albert_config.json files that the model ignores.
+ORIGINAL_EXTRA_KEYS = ("net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
 
 SHARING_STRATEGIES = ("groups", "shared_attention", "shared_ffn")
 
@@ -99,33 +112,42 @@ class AlbertConfig:
 
     # ----------------------------------------------------------------- JSON
     @classmethod
-    def from_dict(cls, values: dict) -> "AlbertConfig":
+    def field_names(cls) -> tuple:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+    @classmethod
+    def from_dict(cls, values: dict, allow_unknown_keys: bool = False) -> "AlbertConfig":
         if not isinstance(values, dict):
             raise ConfigError(f"An ALBERT config must be a JSON object, got {type(values).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        names = cls.field_names()
         known = {k: v for k, v in values.items() if k in names}
         extra = {k: v for k, v in values.items() if k not in names}
+        unknown = sorted(k for k in extra if k not in ORIGINAL_EXTRA_KEYS)
+        if unknown and not allow_unknown_keys:
+            raise ConfigError(_unknown_keys_message(unknown, names + ORIGINAL_EXTRA_KEYS))
         return cls(**known, extra=extra)
 
     @classmethod
-    def from_json_string(cls, text: str, source: str = "<string>") -> "AlbertConfig":
+    def from_json_string(cls, text: str, source: str = "<string>",
+                         allow_unknown_keys: bool = False) -> "AlbertConfig":
         try:
             values = json.loads(text)
         except json.JSONDecodeError as error:
             raise ConfigError(f"{source} is not valid JSON: {error}") from None
         try:
-            return cls.from_dict(values)
+            return cls.from_dict(values, allow_unknown_keys=allow_unknown_keys)
         except ConfigError as error:
             raise ConfigError(f"{source}: {error}") from None
 
     @classmethod
-    def from_json_file(cls, path: str) -> "AlbertConfig":
+    def from_json_file(cls, path: str, allow_unknown_keys: bool = False) -> "AlbertConfig":
+        from albert import io
+
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as error:
-            raise ConfigError(f"Cannot read ALBERT config {path}: {error.strerror}") from None
-        return cls.from_json_string(text, source=path)
+            text = io.read_text(path)
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"Cannot read ALBERT config {path}: {_reason(error)}") from None
+        return cls.from_json_string(text, source=path, allow_unknown_keys=allow_unknown_keys)
 
     def to_dict(self) -> dict:
         values = {
@@ -144,8 +166,10 @@ class AlbertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(self.to_json_string())
+        """Writes the config atomically (gs:// and other TensorFlow file systems work)."""
+        from albert import io
+
+        io.write_text_atomically(path, self.to_json_string())
 
     # ------------------------------------------------------------- derived
     @property
@@ -161,16 +185,6 @@ class AlbertConfig:
     def activation(self) -> str:
         """Canonical activation name ("gelu" is the tanh approximation)."""
         return canonical_activation(self.hidden_act)
-
-    def group_index(self, layer_index: int) -> int:
-        """Parameter group used by layer `layer_index`, exactly as the original.
-
-        The original evaluates `int(layer_idx / L * G)` in double precision in
-        this order; for a few (L, G) pairs this differs from floor(l * G / L)
-        (e.g. L = G = 22: layer 15 uses group 14). We keep the original
-        expression so variable names match its checkpoints.
-        """
-        return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
 
     # ----------------------------------------------------------- validation
     def _validate(self) -> None:
@@ -223,6 +237,20 @@ class AlbertConfig:
             f"P={self.max_position_embeddings} T={self.type_vocab_size} "
             f"sharing={self.sharing_strategy}"
         )
+
+
+def _reason(error: Exception) -> str:
+    return getattr(error, "strerror", None) or str(error)
+
+
+def _unknown_keys_message(unknown, known) -> str:
+    parts = []
+    for key in unknown:
+        nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        parts.append(f"{key!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
+    return (f"unknown config key{'s' if len(unknown) > 1 else ''} {', '.join(parts)}; "
+            "fix the spelling, or pass --allow_unknown_config_keys to keep keys written by "
+            "other tools")
 
 
 def load_config(path_or_config: Any) -> AlbertConfig:

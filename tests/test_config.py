@@ -7,7 +7,8 @@ import pytest
 
 from albert.config import AlbertConfig
 from albert.errors import ConfigError
-from albert.modeling.sharing import sharing_plan, used_groups
+from albert.checkpoints.naming import block_scopes
+from albert.modeling.sharing import group_of_layer, layer_groups, sharing_plan, used_groups
 from conftest import REPO, tiny_config
 
 
@@ -18,15 +19,25 @@ def test_shipped_configs_round_trip_byte_for_byte(path):
     assert AlbertConfig.from_json_file(path).to_json_string() == text
 
 
-def test_unknown_keys_survive_a_round_trip():
+def test_original_extra_keys_and_allowed_unknown_keys_survive_a_round_trip():
     values = {"vocab_size": 30000, "net_structure_type": 0, "layers_to_keep": [],
-              "gap_size": 0, "my_experiment_tag": "x"}
-    config = AlbertConfig.from_dict(values)
+              "gap_size": 0, "num_memory_blocks": 0, "my_experiment_tag": "x"}
+    config = AlbertConfig.from_dict(values, allow_unknown_keys=True)
     assert config.extra == {"net_structure_type": 0, "layers_to_keep": [], "gap_size": 0,
-                            "my_experiment_tag": "x"}
+                            "num_memory_blocks": 0, "my_experiment_tag": "x"}
     written = json.loads(config.to_json_string())
     for key, value in values.items():
         assert written[key] == value
+
+
+def test_a_misspelled_key_is_rejected_naming_the_nearest_known_key(tmp_path):
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps({"vocab_size": 30000, "num_hiden_layers": 3, "gap_size": 0}))
+    with pytest.raises(ConfigError, match=r"unknown config key 'num_hiden_layers' \(did you mean "
+                                          r"'num_hidden_layers'\?\).*--allow_unknown_config_keys"):
+        AlbertConfig.from_json_file(str(path))
+    kept = AlbertConfig.from_json_file(str(path), allow_unknown_keys=True)
+    assert kept.num_hidden_layers == 12 and kept.extra["num_hiden_layers"] == 3
 
 
 def test_missing_keys_take_the_original_constructor_defaults():
@@ -88,8 +99,7 @@ def test_activation_names(name, canonical):
 
 def test_group_routing_follows_the_original_expression():
     def groups(L, G):
-        config = tiny_config(num_hidden_layers=L, num_hidden_groups=G)
-        return [config.group_index(layer) for layer in range(L)]
+        return list(layer_groups(tiny_config(num_hidden_layers=L, num_hidden_groups=G)))
 
     assert groups(12, 1) == [0] * 12
     assert groups(12, 2) == [0] * 6 + [1] * 6
@@ -99,18 +109,20 @@ def test_group_routing_follows_the_original_expression():
 
 def test_routing_quirk_for_22_layers_and_22_groups_is_kept_and_logged(caplog):
     config = tiny_config(num_hidden_layers=22, num_hidden_groups=22)
-    assert config.group_index(15) == 14  # int(15 / 22 * 22) == 14 in double precision
+    assert group_of_layer(15, 22, 22) == 14  # int(15 / 22 * 22) == 14 in double precision
+    assert group_of_layer(9, 18, 14, rule="huggingface") == 6  # int(9 / (18 / 14))
+    assert group_of_layer(9, 18, 14) == 7
     assert 15 not in used_groups(config)
     with caplog.at_level(logging.WARNING, logger="albert"):
         plan = sharing_plan(config)
     assert "differs from floor" in caplog.text
-    assert not any("group_15/" in block.scope for block in plan.attention)
+    assert not any("group_15/" in block_scopes(block)[0] for block in plan.attention)
     assert len(plan.attention) == 21
 
 
 def test_inner_groups_run_all_blocks_of_the_group_in_order():
     plan = sharing_plan(tiny_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2))
     assert plan.schedule == ((0, 0), (1, 1), (0, 0), (1, 1), (2, 2), (3, 3), (2, 2), (3, 3))
-    assert [block.scope.split("transformer/")[1] for block in plan.attention] == [
+    assert [block_scopes(block)[0].split("transformer/")[1] for block in plan.attention] == [
         "group_0/inner_group_0/attention_1", "group_0/inner_group_1/attention_1",
         "group_1/inner_group_0/attention_1", "group_1/inner_group_1/attention_1"]

@@ -4,7 +4,7 @@ Written files load with `AlbertForPreTraining.from_pretrained` (or
 `AlbertModel.from_pretrained` when there are no heads). No torch is needed:
 safetensors are read and written with numpy.
 
-Differences handled here (SPEC §1.9): HF always has `embedding_hidden_mapping_in`
+Differences handled here: HF always has `embedding_hidden_mapping_in`
 (identity when E == H); it routes layers to groups with `int(l / (L / G))`,
 which differs from the original for some (L, G); it cannot hold the per-layer
 copies of the partial sharing strategies; its "gelu" is the exact erf form
@@ -13,17 +13,18 @@ while ALBERT's is the tanh form HF calls "gelu_new".
 
 import json
 import logging
-import os
 from typing import Optional, Tuple
 
 import numpy as np
-from safetensors.numpy import load_file, save_file
+import safetensors.numpy
 
+from albert import io
 from albert.checkpoints.naming import hf_projection_rows, weight_names
+from albert.checkpoints.format import CheckpointFormat
 from albert.checkpoints.weights import Weights, has_heads
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError, ConfigError, InputError
-from albert.modeling.sharing import used_groups
+from albert.modeling.sharing import layer_groups, used_groups
 
 logger = logging.getLogger("albert")
 
@@ -45,9 +46,8 @@ def check_hf_can_represent(config: AlbertConfig) -> None:
             f"Hugging Face ALBERT has no per-layer sub-block copies; sharing_strategy="
             f"{config.sharing_strategy!r} cannot be exported to it")
     L, G = config.num_hidden_layers, config.num_hidden_groups
-    hf_routing = [int(layer / (L / G)) for layer in range(L)]
-    ours = [config.group_index(layer) for layer in range(L)]
-    if hf_routing != ours or used_groups(config) != tuple(range(G)):
+    if (layer_groups(config, rule="huggingface") != layer_groups(config)
+            or used_groups(config) != tuple(range(G))):
         raise ConfigError(
             f"Hugging Face ALBERT routes layers to groups as int(l / (L / G)), which differs from "
             f"the original's int(l / L * G) for num_hidden_layers={L}, num_hidden_groups={G}; "
@@ -114,16 +114,19 @@ def write_hf(weights: Weights, config: AlbertConfig, output_dir: str) -> None:
         kernel_row, bias_row = hf_projection_rows(config)
         tensors[kernel_row.hf] = np.eye(config.hidden_size, dtype=np.float32)
         tensors[bias_row.hf] = np.zeros(config.hidden_size, dtype=np.float32)
-    save_file(tensors, os.path.join(output_dir, HF_WEIGHTS), metadata={"format": "pt"})
-    with open(os.path.join(output_dir, HF_CONFIG), "w", encoding="utf-8") as handle:
-        json.dump(hf_config_dict(config, with_heads), handle, indent=2, sort_keys=True)
-        handle.write("\n")
+    io.write_bytes_atomically(io.join(output_dir, HF_WEIGHTS),
+                              safetensors.numpy.save(tensors, metadata={"format": "pt"}))
+    io.write_json_atomically(io.join(output_dir, HF_CONFIG), hf_config_dict(config, with_heads))
 
 
 def _hf_directory_files(path: str) -> Tuple[str, str]:
-    if os.path.isdir(path):
-        return os.path.join(path, HF_WEIGHTS), os.path.join(path, HF_CONFIG)
-    return path, os.path.join(os.path.dirname(path), HF_CONFIG)
+    if io.isdir(path):
+        return io.join(path, HF_WEIGHTS), io.join(path, HF_CONFIG)
+    return path, io.join(io.dirname(path), HF_CONFIG)
+
+
+def detect_hf(path: str) -> bool:
+    return path.endswith(".safetensors") or io.isfile(io.join(path, HF_WEIGHTS))
 
 
 def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, AlbertConfig]:
@@ -134,16 +137,19 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
     keys; ignores the tied decoder copies.
     """
     weights_file, config_file = _hf_directory_files(path)
-    if not os.path.exists(weights_file):
+    if not io.exists(weights_file):
         raise InputError(f"No {HF_WEIGHTS} at {path} (only safetensors weights are supported)")
     if config is None:
-        if not os.path.exists(config_file):
+        if not io.exists(config_file):
             raise InputError(f"No {HF_CONFIG} beside {weights_file}; pass --albert_config_file")
-        with open(config_file, encoding="utf-8") as handle:
-            config = albert_config_from_hf(json.load(handle), config_file)
+        try:
+            values = json.loads(io.read_text(config_file))
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{config_file} is not valid JSON: {error}") from None
+        config = albert_config_from_hf(values, config_file)
     check_hf_can_represent(config)
     try:
-        state = load_file(weights_file)
+        state = safetensors.numpy.load(io.read_bytes(weights_file))
     except Exception as error:  # safetensors raises its own error types
         raise InputError(f"Cannot read {weights_file}: {error}") from None
     if not any(key.startswith(_BASE_PREFIX) for key in state):
@@ -171,3 +177,16 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
         else:
             weights[row.original] = value.T if row.hf_transpose else value
     return weights, config
+
+
+FORMAT = CheckpointFormat(
+    name="hf",
+    description=("Hugging Face transformers: config.json + model.safetensors "
+                 "(AlbertForPreTraining, or AlbertModel without heads)"),
+    output_files=(HF_CONFIG, HF_WEIGHTS),
+    writes_albert_config=False,
+    detect=detect_hf,
+    read=lambda path, config: (*read_hf(path, config), path),
+    write=write_hf,
+    can_represent=check_hf_can_represent,
+)

@@ -11,6 +11,7 @@ Checkpoints are written as `tf.train.Checkpoint(encoder=AlbertEncoder)`, the
 layout Model Garden's own TF1 converter and its fine-tuning tasks use.
 """
 
+import dataclasses
 import logging
 from typing import Dict
 
@@ -18,8 +19,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert import io
 from albert.checkpoints.naming import weight_names
-from albert.checkpoints.tf1 import resolve_checkpoint_prefix
+from albert.checkpoints.format import CheckpointFormat
+from albert.checkpoints.tf1 import OBJECT_GRAPH_KEY, checkpoint_files, is_object_based, open_reader
 from albert.checkpoints.weights import Weights, has_heads
 from albert.config import AlbertConfig
 from albert.errors import ConfigError, InputError
@@ -27,7 +30,6 @@ from albert.errors import ConfigError, InputError
 logger = logging.getLogger("albert")
 
 MODEL_GARDEN_CHECKPOINT = "encoder.ckpt"
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
 def check_model_garden_can_represent(config: AlbertConfig) -> None:
@@ -100,13 +102,12 @@ def read_model_garden(path: str, config: AlbertConfig) -> Weights:
     model needs to be built and every stored variable can be checked.
     """
     check_model_garden_can_represent(config)
-    prefix = resolve_checkpoint_prefix(path)
-    reader = tf.train.load_checkpoint(prefix)
-    if _OBJECT_GRAPH_KEY not in reader.get_variable_to_shape_map():
+    reader, prefix = open_reader(path)
+    if OBJECT_GRAPH_KEY not in reader.get_variable_to_shape_map():
         raise InputError(f"{prefix} is a name-based checkpoint, not an object-based Model Garden "
                          "one; use --input_format=tf1")
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
+    graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
     stored = {}
     for node in graph.nodes:
         for attribute in node.attributes:
@@ -128,3 +129,29 @@ def read_model_garden(path: str, config: AlbertConfig) -> Weights:
         else:
             weights[row.original] = np.reshape(value, row.shape)
     return weights
+
+
+def _read(path: str, config):
+    if config is None:
+        raise ConfigError("Reading a Model Garden checkpoint needs --albert_config_file")
+    return read_model_garden(path, config), None, path
+
+
+def model_garden_source_config(config: AlbertConfig) -> AlbertConfig:
+    """The all-shared config whose names a Model Garden checkpoint holds (for group-0 reads)."""
+    return dataclasses.replace(config, num_hidden_groups=1, inner_group_num=1,
+                               sharing_strategy="groups")
+
+
+FORMAT = CheckpointFormat(
+    name="model_garden",
+    description=("tf-models-official: tf.train.Checkpoint(encoder=AlbertEncoder) "
+                 "(encoder only; all-shared models only)"),
+    output_files=checkpoint_files(MODEL_GARDEN_CHECKPOINT),
+    writes_albert_config=True,
+    detect=lambda path: is_object_based(path) is True,
+    read=_read,
+    write=lambda weights, config, output_dir: write_model_garden(
+        weights, config, io.join(output_dir, MODEL_GARDEN_CHECKPOINT)),
+    can_represent=check_model_garden_can_represent,
+)

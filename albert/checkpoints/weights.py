@@ -12,7 +12,8 @@ from typing import Dict, Iterable, List
 import keras
 import numpy as np
 
-from albert.checkpoints.naming import TASK_HEAD_PATTERN, TRAINING_STATE_PATTERN, weight_names
+from albert.checkpoints.naming import (PRETRAINING_HEAD, fine_tuning_head_names, is_training_state,
+                                      weight_names)
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
 
@@ -35,12 +36,13 @@ def drop_non_model_variables(names: Iterable[str]) -> List[str]:
     model; fine-tuning heads (GLUE, RACE, SQuAD) are not part of a pretraining
     model and are logged as skipped.
     """
-    names = [name for name in names if not TRAINING_STATE_PATTERN.search(name)]
-    task_heads = sorted(name for name in names if TASK_HEAD_PATTERN.match(name))
+    names = [name for name in names if not is_training_state(name)]
+    task_head_names = fine_tuning_head_names()
+    task_heads = sorted(name for name in names if name in task_head_names)
     if task_heads:
         logger.info("Skipping %d fine-tuning head variables: %s", len(task_heads),
                     ", ".join(task_heads))
-    return [name for name in names if not TASK_HEAD_PATTERN.match(name)]
+    return [name for name in names if name not in task_head_names]
 
 
 def check_weights(weights: Weights, config: AlbertConfig, source: str,
@@ -59,7 +61,7 @@ def check_weights(weights: Weights, config: AlbertConfig, source: str,
       variable.
     """
     table = weight_names(config, include_heads=True)
-    head_names = [row.original for row in table if row.part == "heads"]
+    head_names = [row.original for row in table if row.part == PRETRAINING_HEAD]
     present_heads = [name for name in head_names if name in weights]
     keep_heads = heads == "required" or (heads == "optional" and present_heads)
     expected = [row for row in table if row.part == "backbone" or keep_heads]
@@ -115,7 +117,7 @@ def model_variables(model) -> Dict[str, object]:
     """`{original name: Keras variable}` for an AlbertEncoder or AlbertPretrainer."""
     encoder, pretrainer = model_parts(model)
     rows = weight_names(encoder.albert_config, include_heads=pretrainer is not None)
-    return {row.original: _resolve(pretrainer if row.part == "heads" else encoder, row.ours)
+    return {row.original: _resolve(pretrainer if row.is_head else encoder, row.ours)
             for row in rows}
 
 

@@ -1,4 +1,4 @@
-"""Streaming the pretraining corpus: files, raw documents, windows (SPEC §4.1, §4.3).
+"""Streaming the pretraining corpus: files, raw documents, windows.
 
 Input format: one sentence (or segment) per line, a blank line between
 documents. Files are read in the order given, each glob's matches sorted (the
@@ -13,30 +13,10 @@ original's.
 """
 
 import dataclasses
-import glob
-import gzip
-import os
 from typing import Iterator, List
 
+from albert import io
 from albert.errors import InputError
-
-
-def expand_input_patterns(patterns: str) -> List[str]:
-    """Comma-separated files or globs -> files (each glob's matches sorted)."""
-    files = []
-    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        matches = [path for path in matches if os.path.isfile(path)]
-        if not matches:
-            raise InputError(f"No input file matches {pattern!r}")
-        files.extend(matches)
-    if not files:
-        raise InputError("No input files given")
-    return files
-
-
-def _open_binary(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
 @dataclasses.dataclass
@@ -60,7 +40,7 @@ def iter_documents(files: List[str]) -> Iterator[tuple]:
         lines: List[str] = []
         first_line = 0
         pending_bytes = 0
-        with _open_binary(path) as handle:
+        with io.open_binary_maybe_gzip(path) as handle:
             for line_number, raw in enumerate(handle, start=1):
                 pending_bytes += len(raw)
                 try:
@@ -96,4 +76,4 @@ def iter_windows(files: List[str], documents_per_window: int) -> Iterator[Window
 
 def total_input_bytes(files: List[str]) -> int:
     """Size of the input on disk (compressed size for .gz), for progress reporting."""
-    return sum(os.path.getsize(path) for path in files)
+    return sum(io.size(path) for path in files)

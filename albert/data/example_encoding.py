@@ -6,17 +6,15 @@ the fixed schema below is written here directly. The bytes equal
 `tf.train.Example.SerializeToString(deterministic=True)` — map entries in key
 order, packed repeated fields — which the tests check against TensorFlow.
 
-Schema (SPEC §4.6): `input_ids`, `input_mask`, `segment_ids`, `token_boundary`
-(int64 × max_seq_length, zero-padded); `masked_lm_positions`, `masked_lm_ids`
-(int64 × max_predictions_per_seq), `masked_lm_weights` (float, 1.0 real /
-0.0 padding); `next_sentence_labels` (int64 × 1: the sentence-order label,
-named as in the original data).
+Feature names, types and lengths come from `albert.data.schema`, the one
+definition the reader shares.
 """
 
 import struct
 from typing import Dict, List, Sequence, Tuple
 
 from albert.data.instances import TrainingInstance
+from albert.data.schema import PretrainingSchema
 
 _VARINT_CACHE_SIZE = 1 << 16
 
@@ -80,18 +78,21 @@ def _padded(values: List[int], length: int) -> List[int]:
 
 def instance_features(instance: TrainingInstance, max_seq_length: int,
                       max_predictions_per_seq: int) -> Dict[str, Tuple[str, Sequence]]:
+    """{feature: (kind, values)} of one instance, exactly the schema's features."""
     length = len(instance.input_ids)
     predictions = len(instance.masked_lm_positions)
-    return {
-        "input_ids": ("int64", _padded(instance.input_ids, max_seq_length)),
-        "input_mask": ("int64", [1] * length + [0] * (max_seq_length - length)),
-        "segment_ids": ("int64", _padded(instance.segment_ids, max_seq_length)),
-        "token_boundary": ("int64", _padded(instance.token_boundary, max_seq_length)),
-        "masked_lm_positions": ("int64", _padded(instance.masked_lm_positions, max_predictions_per_seq)),
-        "masked_lm_ids": ("int64", _padded(instance.masked_lm_ids, max_predictions_per_seq)),
-        "masked_lm_weights": ("float", [1.0] * predictions + [0.0] * (max_predictions_per_seq - predictions)),
-        "next_sentence_labels": ("int64", [1 if instance.is_random_next else 0]),
+    values = {
+        "input_ids": _padded(instance.input_ids, max_seq_length),
+        "input_mask": [1] * length + [0] * (max_seq_length - length),
+        "segment_ids": _padded(instance.segment_ids, max_seq_length),
+        "token_boundary": _padded(instance.token_boundary, max_seq_length),
+        "masked_lm_positions": _padded(instance.masked_lm_positions, max_predictions_per_seq),
+        "masked_lm_ids": _padded(instance.masked_lm_ids, max_predictions_per_seq),
+        "masked_lm_weights": [1.0] * predictions + [0.0] * (max_predictions_per_seq - predictions),
+        "next_sentence_labels": [1 if instance.is_random_next else 0],
     }
+    schema = PretrainingSchema(max_seq_length, max_predictions_per_seq)
+    return {name: (kind, values[name]) for name, (kind, _) in schema.features().items()}
 
 
 def serialize_instance(instance: TrainingInstance, max_seq_length: int,

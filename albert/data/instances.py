@@ -1,4 +1,4 @@
-"""Pretraining instances from documents: segment pairs, sentence order, truncation (SPEC §4.4).
+"""Pretraining instances from documents: segment pairs, sentence order, truncation.
 
 A document is a list of segments (one per input line), each a list of token
 ids. The draw order of the original is kept, so the distributions (target
@@ -42,6 +42,14 @@ class InstanceStatistics:
     label_one: int = 0
     random_document_negatives: int = 0
     tokens: int = 0  # non-padding tokens of all instances
+    max_token_id: int = 0  # largest id written (masking's random replacements included)
+
+    def merge(self, other: "InstanceStatistics") -> None:
+        self.instances += other.instances
+        self.label_one += other.label_one
+        self.random_document_negatives += other.random_document_negatives
+        self.tokens += other.tokens
+        self.max_token_id = max(self.max_token_id, other.max_token_id)
 
 
 def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int, rng) -> None:
@@ -135,6 +143,7 @@ def create_instances_from_document(documents: Sequence[Sequence[Sequence[int]]],
                     statistics.label_one += is_random_next
                     statistics.random_document_negatives += random_document
                     statistics.tokens += len(tokens)
+                    statistics.max_token_id = max(statistics.max_token_id, max(masked.input_ids))
             chunk = []
             chunk_length = 0
         i += 1

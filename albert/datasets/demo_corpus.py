@@ -23,7 +23,7 @@ from typing import Iterable, List
 
 from syntok import segmenter
 
-from albert.atomic_files import atomic_output_dir
+from albert.io import atomic_output_dir
 from albert.datasets import sources, wikitext
 
 logger = logging.getLogger("albert")

@@ -23,7 +23,9 @@ class ConfiguredModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        albert_config = AlbertConfig.from_dict(config.pop("config"))
+        # The stored config was accepted when the model was made; keys another
+        # tool added then are kept now.
+        albert_config = AlbertConfig.from_dict(config.pop("config"), allow_unknown_keys=True)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
         return cls(albert_config, **config)

@@ -1,16 +1,16 @@
-"""Which parameters each transformer layer uses: groups, inner groups, sharing.
+"""Which parameters each transformer layer uses: groups, inner groups, sharing strategies.
 
 A `SharingPlan` lists the distinct attention and FFN sub-blocks a config
-creates, the original variable scopes that name them, and, for every block
-application, which sub-blocks it runs. The encoder builds its layers from the
-plan and the checkpoint name table derives its names from it, so routing and
-naming cannot drift apart.
+creates and, for every block application, which sub-blocks it runs. The
+encoder builds its layers from the plan; the checkpoint name table
+(`albert.checkpoints.naming`) derives the original variable names of the same
+sub-blocks from it, so routing and naming cannot drift apart. This module
+holds no names.
 
-Routing follows the original (SPEC §1.4): layer `l` uses group
-`int(l / L * G)` and runs all `K` inner groups of it, so the encoder applies
-`L * K` blocks. The paper's partial strategies (SPEC §1.6) share one sub-block
-and give each layer `l` its own copy of the other, named `ffn_{l+1}` or
-`attention_{l+1}` under `group_0/inner_group_0`.
+Routing follows the original: layer `l` uses group `group_of_layer(l, L, G)`
+and runs all `K` inner groups of it, so the encoder applies `L * K` blocks.
+The paper's partial strategies share one sub-block across all layers and give
+each layer its own copy of the other.
 """
 
 import dataclasses
@@ -21,24 +21,56 @@ from albert.config import AlbertConfig
 
 logger = logging.getLogger("albert")
 
-TRANSFORMER_SCOPE = "bert/encoder/transformer"
+ROUTING_RULES = ("original", "huggingface")
+
+
+def group_of_layer(layer: int, num_layers: int, num_groups: int, rule: str = "original") -> int:
+    """The parameter group layer `layer` uses — the one routing function of the package.
+
+    "original": `int(layer / L * G)`, evaluated in double precision in this
+    order, as the original does. For a few (L, G) it differs from
+    `floor(layer * G / L)` (L = G = 22: layer 15 uses group 14, so `group_15`
+    never exists); it is kept so variable names match the original's
+    checkpoints. "huggingface": `int(layer / (L / G))`, what `transformers`
+    computes (it differs again, e.g. L = 18, G = 14, layer 9 -> 6), used to
+    decide whether a model can be exported there.
+    """
+    if rule == "original":
+        return int(layer / num_layers * num_groups)
+    if rule == "huggingface":
+        return int(layer / (num_layers / num_groups))
+    raise ValueError(f"Unknown routing rule {rule!r}; expected one of {ROUTING_RULES}")
+
+
+def layer_groups(config: AlbertConfig, rule: str = "original") -> Tuple[int, ...]:
+    """The group of every layer of `config`, in layer order."""
+    return tuple(group_of_layer(layer, config.num_hidden_layers, config.num_hidden_groups, rule)
+                 for layer in range(config.num_hidden_layers))
+
+
+def used_groups(config: AlbertConfig) -> Tuple[int, ...]:
+    """Group indices the original actually creates, ascending."""
+    return tuple(sorted(set(layer_groups(config))))
+
+
+def routing_differs_from_integer_rule(config: AlbertConfig) -> bool:
+    """True when the original routing differs from `floor(l * G / L)` for some layer."""
+    L, G = config.num_hidden_layers, config.num_hidden_groups
+    return any(group != layer * G // L for layer, group in enumerate(layer_groups(config)))
 
 
 @dataclasses.dataclass(frozen=True)
 class SubBlock:
-    """One distinct attention or FFN sub-block and its original names.
+    """One distinct attention or FFN sub-block.
 
     Attributes:
-      scope: variable scope of the sub-block's dense layers, e.g.
-        `bert/encoder/transformer/group_0/inner_group_0/attention_1`.
-      layer_norm: variable scope of the LayerNorm that closes the sub-block.
+      kind: "attention" or "ffn".
       group: original group index.
       inner: original inner-group index.
       copy: layer index `l` of a per-layer copy (partial strategies), else None.
     """
 
-    scope: str
-    layer_norm: str
+    kind: str
     group: int
     inner: int
     copy: Optional[int] = None
@@ -53,50 +85,19 @@ class SharingPlan:
     schedule: Tuple[Tuple[int, int], ...]
 
 
-def _block_prefix(group: int, inner: int) -> str:
-    return f"{TRANSFORMER_SCOPE}/group_{group}/inner_group_{inner}"
-
-
-def _attention_block(group, inner, copy=None) -> SubBlock:
-    prefix = _block_prefix(group, inner)
-    if copy is None:
-        return SubBlock(f"{prefix}/attention_1", f"{prefix}/LayerNorm", group, inner)
-    scope = f"{prefix}/attention_{copy + 1}"
-    return SubBlock(scope, f"{scope}/LayerNorm", group, inner, copy)
-
-
-def _ffn_block(group, inner, copy=None) -> SubBlock:
-    prefix = _block_prefix(group, inner)
-    if copy is None:
-        return SubBlock(f"{prefix}/ffn_1", f"{prefix}/LayerNorm_1", group, inner)
-    scope = f"{prefix}/ffn_{copy + 1}"
-    return SubBlock(scope, f"{scope}/LayerNorm", group, inner, copy)
-
-
-def used_groups(config: AlbertConfig) -> Tuple[int, ...]:
-    """Group indices the original actually creates, ascending."""
-    return tuple(sorted({config.group_index(l) for l in range(config.num_hidden_layers)}))
-
-
-def routing_differs_from_integer_rule(config: AlbertConfig) -> bool:
-    """True when `int(l / L * G)` differs from `floor(l * G / L)` for some layer."""
-    L, G = config.num_hidden_layers, config.num_hidden_groups
-    return any(config.group_index(l) != l * G // L for l in range(L))
-
-
 def sharing_plan(config: AlbertConfig) -> SharingPlan:
     L, K = config.num_hidden_layers, config.inner_group_num
     if config.sharing_strategy == "shared_attention":
         return SharingPlan(
-            attention=(_attention_block(0, 0),),
-            ffn=tuple(_ffn_block(0, 0, copy=l) for l in range(L)),
-            schedule=tuple((0, l) for l in range(L)),
+            attention=(SubBlock("attention", 0, 0),),
+            ffn=tuple(SubBlock("ffn", 0, 0, copy=layer) for layer in range(L)),
+            schedule=tuple((0, layer) for layer in range(L)),
         )
     if config.sharing_strategy == "shared_ffn":
         return SharingPlan(
-            attention=tuple(_attention_block(0, 0, copy=l) for l in range(L)),
-            ffn=(_ffn_block(0, 0),),
-            schedule=tuple((l, 0) for l in range(L)),
+            attention=tuple(SubBlock("attention", 0, 0, copy=layer) for layer in range(L)),
+            ffn=(SubBlock("ffn", 0, 0),),
+            schedule=tuple((layer, 0) for layer in range(L)),
         )
 
     groups = used_groups(config)
@@ -106,10 +107,10 @@ def sharing_plan(config: AlbertConfig) -> SharingPlan:
             "differs from floor(l * G / L) for some layers; following the original "
             "(groups used: %s).", L, config.num_hidden_groups, list(groups))
     position = {group: i for i, group in enumerate(groups)}
-    attention = tuple(_attention_block(g, k) for g in groups for k in range(K))
-    ffn = tuple(_ffn_block(g, k) for g in groups for k in range(K))
+    attention = tuple(SubBlock("attention", g, k) for g in groups for k in range(K))
+    ffn = tuple(SubBlock("ffn", g, k) for g in groups for k in range(K))
     schedule = []
-    for layer in range(L):
-        first = position[config.group_index(layer)] * K
+    for group in layer_groups(config):
+        first = position[group] * K
         schedule.extend((first + k, first + k) for k in range(K))
     return SharingPlan(attention, ffn, tuple(schedule))

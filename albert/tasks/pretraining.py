@@ -8,8 +8,7 @@ from typing import List, Optional
 import numpy as np
 
 from albert.checkpoints import assign_model_weights, read_checkpoint
-from albert.checkpoints.naming import weight_names
-from albert.checkpoints.tf1 import read_tf1
+from albert.checkpoints.group0 import group0_weights
 from albert.config import AlbertConfig
 from albert.data.inputs import DynamicMasking, check_record_files, pretraining_dataset
 from albert.data.masking import MaskingConfig, MaskingVocabulary
@@ -19,67 +18,6 @@ from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_m
 from albert.training.loop import Task
 
 logger = logging.getLogger("albert")
-
-# [CLS], [SEP], [MASK] of ALBERT's SentencePiece vocabularies (SPEC §3.1).
-ALBERT_SPECIAL_IDS = {"cls": 2, "sep": 3, "mask": 4}
-
-# The original's init_from_group0 rewrites, tried cumulatively in this order,
-# plus the LayerNorms of the per-layer copies of the partial sharing
-# strategies, whose all-shared counterparts are LayerNorm / LayerNorm_1.
-_GROUP0_REWRITES = (
-    (re.compile(r"/group_\d+/"), "/group_0/"),
-    (re.compile(r"/ffn_\d+/"), "/ffn_1/"),
-    (re.compile(r"/attention_\d+/"), "/attention_1/"),
-    (re.compile(r"/ffn_1/LayerNorm/"), "/LayerNorm_1/"),
-    (re.compile(r"/attention_1/LayerNorm/"), "/LayerNorm/"),
-)
-
-
-def group0_candidates(name: str) -> List[str]:
-    """Names to try, in order, for a variable missing from the checkpoint."""
-    candidates, current = [], name
-    for pattern, replacement in _GROUP0_REWRITES:
-        rewritten = pattern.sub(replacement, current)
-        if rewritten != current:
-            candidates.append(rewritten)
-            current = rewritten
-    return candidates
-
-
-def group0_weights(config: AlbertConfig, path: str) -> dict:
-    """The intended `--init_from_group0` (SPEC §5.5): every group and per-layer copy
-    starts from the checkpoint's group_0 weights; returns {model name: value}.
-
-    The original partitioned the matches into per-group maps by substring and
-    silently left some groups uninitialised while reporting them loaded (FIX).
-    """
-    weights, prefix = read_tf1(path)
-    sources, missing, misshaped = {}, [], []
-    for row in weight_names(config, include_heads=True):
-        source = row.original if row.original in weights else next(
-            (c for c in group0_candidates(row.original) if c in weights), None)
-        if source is None:
-            if row.part == "backbone":
-                missing.append(row.original)
-            continue
-        if tuple(np.shape(weights[source])) != row.shape:
-            misshaped.append(f"{row.original} <- {source}: {list(np.shape(weights[source]))}, "
-                             f"expected {list(row.shape)}")
-        sources[row.original] = source
-    if missing or misshaped:
-        raise CheckpointMismatchError(
-            f"--init_from_group0: {prefix} cannot initialise the model ({config.describe()}): "
-            + (f"no source for {', '.join(missing[:8])}" if missing else "")
-            + (f" mis-shaped: {'; '.join(misshaped[:8])}" if misshaped else ""))
-    head_rows = [row.original for row in weight_names(config) if row.part == "heads"]
-    if not all(name in sources for name in head_rows):
-        for name in head_rows:
-            sources.pop(name, None)
-    rewritten = sum(1 for name, source in sources.items() if name != source)
-    logger.info("init_from_group0: %d variables from %s (%d through group_0 rewrites)",
-                len(sources), prefix, rewritten)
-    return {name: weights[source].astype(np.float32) for name, source in sources.items()}
-
 
 def _assign(model, weights, source) -> None:
     """Loads the backbone (all of it) and the heads when the checkpoint has them."""
@@ -123,7 +61,8 @@ class PretrainingTask(Task):
     def _load_initial_weights(self) -> dict:
         if self._initial_weights is None:
             if self.init_from_group0:
-                self._initial_weights = group0_weights(self.config, self.init_checkpoint)
+                self._initial_weights = group0_weights(self.config, self.init_checkpoint,
+                                                       self.init_checkpoint_format)
             else:
                 self._initial_weights, _ = read_checkpoint(
                     self.init_checkpoint, self.init_checkpoint_format, self.config, heads="optional")

@@ -5,6 +5,7 @@ from typing import List, Sequence
 
 import sentencepiece
 
+from albert import io
 from albert.errors import InputError
 from albert.tokenization.text import preprocess_text
 
@@ -63,8 +64,7 @@ class SentencePieceTokenizer:
         self.digit_comma_rule = digit_comma_rule
         self.sp_model = sentencepiece.SentencePieceProcessor()
         try:
-            with open(model_file, "rb") as handle:
-                self.model_proto = handle.read()
+            self.model_proto = io.read_bytes(model_file)
             self.sp_model.LoadFromSerializedProto(self.model_proto)
         except OSError as error:
             raise InputError(f"Cannot read SentencePiece model {model_file}: {error.strerror}") from None

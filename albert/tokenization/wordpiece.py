@@ -3,6 +3,7 @@
 import unicodedata
 from typing import Dict, List, Sequence
 
+from albert import io
 from albert.errors import InputError
 
 UNK, CLS, SEP, MASK, PAD_ID = "[UNK]", "[CLS]", "[SEP]", "[MASK]", 0
@@ -15,7 +16,7 @@ def load_vocab(vocab_file: str) -> Dict[str, int]:
     """First whitespace-separated field of each line; ids in order, duplicates ignored."""
     vocab: Dict[str, int] = {}
     try:
-        with open(vocab_file, encoding="utf-8") as handle:
+        with io.open_file(vocab_file, "r") as handle:
             for line in handle:
                 token = line.strip().split()[0] if line.strip() else " "
                 if token not in vocab:

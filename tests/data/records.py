@@ -1,24 +1,14 @@
-"""Reading pretraining TFRecords back for the tests, with the schema of SPEC §4.6."""
+"""Reading pretraining TFRecords back for the tests, with the package's one schema."""
 
 import numpy as np
 import tensorflow as tf
 
-
-def schema(max_seq_length, max_predictions_per_seq):
-    sequence = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-    predictions = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-    return {
-        "input_ids": sequence, "input_mask": sequence, "segment_ids": sequence,
-        "token_boundary": sequence,
-        "masked_lm_positions": predictions, "masked_lm_ids": predictions,
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
+from albert.data.schema import PretrainingSchema
 
 
 def read_records(paths, max_seq_length, max_predictions_per_seq):
     """Every record parsed with tf.io.parse_single_example, as numpy dicts."""
-    spec = schema(max_seq_length, max_predictions_per_seq)
+    spec = PretrainingSchema(max_seq_length, max_predictions_per_seq).tf_feature_spec()
     records = []
     for raw in tf.data.TFRecordDataset(paths):
         parsed = tf.io.parse_single_example(raw, spec)

@@ -4,7 +4,8 @@ import pytest
 from albert.checkpoints import model_weights, write_checkpoint
 from albert.errors import CheckpointMismatchError
 from albert.modeling import AlbertEncoder, AlbertPretrainer
-from albert.tasks.pretraining import PretrainingTask, group0_candidates
+from albert.checkpoints.group0 import group0_candidates
+from albert.tasks.pretraining import PretrainingTask
 from conftest import tiny_config
 
 

@@ -1,0 +1,209 @@
+"""The contract between pretraining data and training: the record schema and the data summary.
+
+Record schema — one `tf.train.Example` per instance, as the original writes:
+
+| feature | type | length |
+|---|---|---|
+| `input_ids`, `input_mask`, `segment_ids`, `token_boundary` | int64 | max_seq_length (0-padded) |
+| `masked_lm_positions`, `masked_lm_ids` | int64 | max_predictions_per_seq (0-padded) |
+| `masked_lm_weights` | float | max_predictions_per_seq (1.0 real, 0.0 padding) |
+| `next_sentence_labels` | int64 | 1 (sentence order: 0 in order, 1 swapped / random) |
+
+`token_boundary` (1 = the token starts a word) is written by
+`create_pretraining_data.py` and read only for dynamic masking
+(`--masked_lm_budget`); data from other tools may lack it.
+
+Data summary — `create_pretraining_data.py` writes `<output>.summary.json`
+beside its TFRecords. Besides statistics it records what training must agree
+with: the sequence and prediction lengths, the vocabulary size, the largest
+token id written, the tokenizer's special ids, whether `token_boundary` is
+present, and the number of records in every output file (which lets training
+start the input stream at any position without reading what comes before).
+`run_pretraining.py` reads it (`load_data_contract`) and refuses data that
+does not fit its flags or config. Files without a summary (e.g. written by
+the original's script) are described from their first record and counted.
+"""
+
+import dataclasses
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from albert import io
+from albert.errors import InputError
+
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+LABEL_FEATURE = "next_sentence_labels"
+FLOAT_FEATURES = ("masked_lm_weights",)
+OPTIONAL_FEATURES = ("token_boundary",)
+
+SUMMARY_SUFFIX = ".summary.json"
+SUMMARY_FORMAT_VERSION = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingSchema:
+    """Feature names, types and lengths of pretraining records."""
+
+    max_seq_length: int
+    max_predictions_per_seq: int
+
+    def features(self, with_token_boundary: bool = True) -> Dict[str, Tuple[str, int]]:
+        """{name: (kind, length)} with kind "int64" or "float", in the table's order."""
+        features = {}
+        for name in SEQUENCE_FEATURES:
+            if name != "token_boundary" or with_token_boundary:
+                features[name] = ("int64", self.max_seq_length)
+        for name in PREDICTION_FEATURES:
+            features[name] = ("float" if name in FLOAT_FEATURES else "int64",
+                              self.max_predictions_per_seq)
+        features[LABEL_FEATURE] = ("int64", 1)
+        return features
+
+    def tf_feature_spec(self, with_token_boundary: bool = True) -> dict:
+        """The `tf.io.parse_example` spec of the schema."""
+        import tensorflow as tf
+
+        return {name: tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
+                for name, (kind, length) in self.features(with_token_boundary).items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+    """Ids of the symbols training needs to know (dynamic masking)."""
+
+    cls: int
+    sep: int
+    mask: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class DataContract:
+    """What a set of pretraining files promises; see the module docstring.
+
+    `vocab_size`, `max_token_id` and `special_ids` are None for files without
+    a summary.
+    """
+
+    files: List[str]
+    record_counts: List[int]
+    max_seq_length: int
+    max_predictions_per_seq: int
+    has_token_boundary: bool
+    vocab_size: Optional[int] = None
+    max_token_id: Optional[int] = None
+    special_ids: Optional[SpecialIds] = None
+    summaries: Tuple[str, ...] = ()
+
+    @property
+    def schema(self) -> PretrainingSchema:
+        return PretrainingSchema(self.max_seq_length, self.max_predictions_per_seq)
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.record_counts)
+
+
+def summary_contract_fields(schema: PretrainingSchema, vocab_size: int, max_token_id: int,
+                            special_ids: SpecialIds, record_counts: Dict[str, int]) -> dict:
+    """The contract part of a data summary, as `create_pretraining_data` writes it."""
+    return {
+        "format_version": SUMMARY_FORMAT_VERSION,
+        "max_seq_length": schema.max_seq_length,
+        "max_predictions_per_seq": schema.max_predictions_per_seq,
+        "vocab_size": vocab_size,
+        "max_token_id": max_token_id,
+        "special_ids": special_ids.as_dict(),
+        "has_token_boundary": True,
+        # Keyed by file name: the summary sits in the same directory.
+        "record_counts": record_counts,
+    }
+
+
+def _summaries_beside(files: Sequence[str]) -> Dict[str, Tuple[str, dict]]:
+    """{data file: (summary path, summary)} for files listed by a summary in their directory."""
+    found = {}
+    for directory in sorted({io.dirname(path) for path in files}):
+        for summary_path in io.glob(io.join(directory or ".", "*" + SUMMARY_SUFFIX)):
+            try:
+                summary = io.read_json(summary_path)
+            except ValueError:
+                continue  # not ours
+            for name in (summary.get("record_counts") or {}):
+                found[io.join(directory, name) if directory else name] = (summary_path, summary)
+    return found
+
+
+def _checked_lengths(path: str) -> Dict[str, int]:
+    """Feature lengths of the first record, checked against the schema's shape."""
+    from albert.data.tfrecord import first_record_lengths
+
+    lengths = first_record_lengths(path)
+    for name in SEQUENCE_FEATURES + PREDICTION_FEATURES + (LABEL_FEATURE,):
+        if name not in lengths and name not in OPTIONAL_FEATURES:
+            raise InputError(f"{path}: records lack the feature {name!r}; is this "
+                             "create_pretraining_data output?")
+    for group, reference in ((SEQUENCE_FEATURES, "input_ids"),
+                             (PREDICTION_FEATURES, "masked_lm_positions")):
+        for name in group:
+            if name in lengths and lengths[name] != lengths[reference]:
+                raise InputError(f"{path}: {name} has {lengths[name]} values but {reference} "
+                                 f"has {lengths[reference]}")
+    return lengths
+
+
+def load_data_contract(files: Sequence[str]) -> DataContract:
+    """The contract of `files`: from their summaries, or read off the records themselves.
+
+    Raises InputError when summaries disagree with each other or with the
+    records of files that have none.
+    """
+    from albert.data.tfrecord import count_records
+
+    described = _summaries_beside(files)
+    counts, values, sources, max_ids, boundaries = [], {}, [], [], []
+    for path in files:
+        lengths = _checked_lengths(path)
+        fields = {"max_seq_length": lengths["input_ids"],
+                  "max_predictions_per_seq": lengths["masked_lm_positions"]}
+        if path in described:
+            summary_path, summary = described[path]
+            for key in fields:
+                if summary.get(key) != fields[key]:
+                    raise InputError(f"{summary_path} says {key} = {summary.get(key)}, but the "
+                                     f"records of {path} have {fields[key]}; the summary is stale")
+            fields.update(vocab_size=summary.get("vocab_size"),
+                          special_ids=summary.get("special_ids"))
+            counts.append(int(summary["record_counts"][io.basename(path)]))
+            max_ids.append(summary.get("max_token_id"))
+            boundaries.append(bool(summary.get("has_token_boundary")))
+            if summary_path not in sources:
+                sources.append(summary_path)
+        else:
+            counts.append(count_records(path))
+            max_ids.append(None)
+            boundaries.append("token_boundary" in lengths)
+        for key, value in fields.items():
+            if value is None:
+                continue
+            if key in values and values[key][0] != value:
+                raise InputError(
+                    f"The input files disagree on {key}: {values[key][1]} has {values[key][0]}, "
+                    f"{path} has {value}; train on data made with one setting")
+            values.setdefault(key, (value, path))
+    for key in ("max_seq_length", "max_predictions_per_seq"):
+        if key not in values:
+            raise InputError(f"Cannot tell {key} of the input files")
+    special = values.get("special_ids", (None,))[0]
+    known_max_ids = [m for m in max_ids if m is not None]
+    return DataContract(
+        files=list(files), record_counts=counts,
+        max_seq_length=values["max_seq_length"][0],
+        max_predictions_per_seq=values["max_predictions_per_seq"][0],
+        has_token_boundary=all(boundaries),
+        vocab_size=values.get("vocab_size", (None,))[0],
+        max_token_id=max(known_max_ids) if len(known_max_ids) == len(files) else None,
+        special_ids=SpecialIds(**special) if special else None,
+        summaries=tuple(sources))

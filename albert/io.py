@@ -1,0 +1,264 @@
+"""Every file operation of the package: local paths and TensorFlow's file systems alike.
+
+TPU users keep data and checkpoints in `gs://`; tests use TensorFlow's
+in-memory `ram://`. Paths with a scheme (`scheme://...`) go through
+`tf.io.gfile`, which knows every file system TensorFlow has (GCS, HDFS, S3
+plugins, `ram://`). Plain local paths use the standard library, which does
+the same thing there and keeps processes that never touch TensorFlow (the
+data-creation workers, tokenizer training) from paying seconds and hundreds
+of MB to import it.
+
+Atomic writes: a file is written under a temporary name beside its final
+name and renamed into place once complete, so a reader (or a resumed run)
+never sees half a file, and a failed write leaves the old file untouched.
+Temporary names start with a dot and contain `.tmp-`.
+"""
+
+import contextlib
+import errno
+import glob as _glob
+import gzip
+import json
+import os
+import shutil
+import uuid
+from typing import Iterator, List
+
+from albert.errors import InputError
+
+
+def is_remote(path: str) -> bool:
+    """True for paths that name a TensorFlow file system (`gs://`, `ram://`, ...)."""
+    return "://" in str(path)
+
+
+def _gfile():
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def join(*parts: str) -> str:
+    return os.path.join(*parts)
+
+
+def dirname(path: str) -> str:
+    return os.path.dirname(path.rstrip("/"))
+
+
+def basename(path: str) -> str:
+    return os.path.basename(path)
+
+
+def absolute(path: str) -> str:
+    """The absolute form of a local path; remote paths are already absolute."""
+    return path if is_remote(path) else os.path.abspath(path)
+
+
+# ------------------------------------------------------------------ queries
+def exists(path: str) -> bool:
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path: str) -> bool:
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def isfile(path: str) -> bool:
+    return exists(path) and not isdir(path)
+
+
+def size(path: str) -> int:
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def listdir(path: str) -> List[str]:
+    """Names in a directory (no trailing slashes), sorted."""
+    names = _gfile().listdir(path) if is_remote(path) else os.listdir(path)
+    return sorted(name.rstrip("/") for name in names)
+
+
+def has_glob_magic(pattern: str) -> bool:
+    return _glob.has_magic(pattern)
+
+
+def glob(pattern: str) -> List[str]:
+    """Paths matching a glob pattern, sorted (file-system order is not stable)."""
+    matches = _gfile().glob(pattern) if is_remote(pattern) else _glob.glob(pattern)
+    return sorted(matches)
+
+
+def expand_file_patterns(patterns: str, what: str = "input") -> List[str]:
+    """Comma-separated files or globs -> existing files, each glob's matches sorted.
+
+    Raises InputError naming the first pattern that matches no file.
+    """
+    files = []
+    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+        matches = glob(pattern) if has_glob_magic(pattern) else [pattern]
+        matches = [path for path in matches if isfile(path)]
+        if not matches:
+            raise InputError(f"No {what} file matches {pattern!r}")
+        files.extend(matches)
+    if not files:
+        raise InputError(f"No {what} files given")
+    return files
+
+
+# ---------------------------------------------------------------- changes
+def makedirs(path: str) -> None:
+    if not path:
+        return
+    if is_remote(path):
+        _gfile().makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def remove(path: str) -> None:
+    if is_remote(path):
+        _gfile().remove(path)
+    else:
+        os.remove(path)
+
+
+def remove_if_exists(path: str) -> None:
+    try:
+        if exists(path):
+            remove(path)
+    except OSError:
+        pass
+
+
+def rmtree(path: str) -> None:
+    if is_remote(path):
+        if _gfile().exists(path):
+            _gfile().rmtree(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def rename(source: str, target: str) -> None:
+    """Moves `source` to `target`, replacing it (atomic on local file systems)."""
+    if is_remote(source) or is_remote(target):
+        _gfile().rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+def copy(source: str, target: str) -> None:
+    if is_remote(source) or is_remote(target):
+        _gfile().copy(source, target, overwrite=True)
+    else:
+        shutil.copyfile(source, target)
+
+
+# --------------------------------------------------------------- reading
+def open_file(path: str, mode: str = "r"):
+    """A file object for `path` (text modes are UTF-8)."""
+    binary = "b" in mode
+    if is_remote(path):
+        # GFile opens lazily and raises TensorFlow's own errors; a missing
+        # file is reported here, as the standard library does.
+        if "r" in mode and not _gfile().exists(path):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        return _gfile().GFile(path, mode)
+    if binary:
+        return open(path, mode)
+    return open(path, mode, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def open_binary_maybe_gzip(path: str):
+    """Binary reader; `.gz` files are decompressed."""
+    with open_file(path, "rb") as handle:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
+                yield unzipped
+        else:
+            yield handle
+
+
+def read_bytes(path: str) -> bytes:
+    with open_file(path, "rb") as handle:
+        return handle.read()
+
+
+def read_text(path: str) -> str:
+    return read_bytes(path).decode("utf-8")
+
+
+def read_json(path: str):
+    return json.loads(read_text(path))
+
+
+def iter_lines(path: str) -> Iterator[str]:
+    with open_file(path, "r") as handle:
+        yield from handle
+
+
+# --------------------------------------------------------------- writing
+def temporary_name(path: str) -> str:
+    """A unique hidden name in `path`'s directory for writing `path` atomically."""
+    return join(dirname(path), f".{basename(path)}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+@contextlib.contextmanager
+def atomic_output_file(path: str):
+    """Yields a temporary path beside `path`; renames it to `path` on success.
+
+    On failure the temporary file is removed and `path` is left as it was.
+    """
+    makedirs(dirname(path))
+    temporary = temporary_name(path)
+    try:
+        yield temporary
+        rename(temporary, path)
+    finally:
+        remove_if_exists(temporary)
+
+
+def write_bytes_atomically(path: str, data: bytes) -> None:
+    with atomic_output_file(path) as temporary:
+        with open_file(temporary, "wb") as handle:
+            handle.write(data)
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def json_text(value) -> str:
+    """The package's JSON style: 2-space indent, sorted keys, trailing newline."""
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def write_json_atomically(path: str, value) -> None:
+    write_text_atomically(path, json_text(value))
+
+
+@contextlib.contextmanager
+def atomic_output_dir(final_dir: str, overwrite: bool = False):
+    """Yields a scratch directory; on success moves its files into `final_dir`.
+
+    Files are renamed one by one (each atomically). Existing files of the same
+    name in `final_dir` are an error unless `overwrite`; the check runs before
+    anything is moved. On failure the scratch directory is removed and
+    `final_dir` is untouched.
+    """
+    final_dir = absolute(final_dir).rstrip("/")
+    scratch = temporary_name(final_dir)
+    makedirs(scratch)
+    try:
+        yield scratch
+        names = listdir(scratch)
+        if not overwrite:
+            clashes = [name for name in names if exists(join(final_dir, name))]
+            if clashes:
+                raise InputError(f"{final_dir} already holds {', '.join(clashes)}; "
+                                 "remove them or choose another output directory")
+        makedirs(final_dir)
+        for name in names:
+            rename(join(scratch, name), join(final_dir, name))
+    finally:
+        rmtree(scratch)
