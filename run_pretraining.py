@@ -1,4 +1,4 @@
-"""Pretrain ALBERT (masked LM + sentence-order prediction) with ALBERT's LAMB or AdamW.
+r"""Pretrain ALBERT (masked LM + sentence-order prediction) with ALBERT's LAMB or AdamW.
 
     python run_pretraining.py --albert_config_file=configs/albert_base_v2.json \
         --input_file=data/train.tfrecord-* --eval_file=data/heldout.tfrecord \
@@ -10,29 +10,33 @@ with the same command (`--strategy=auto`). Killed runs resume from the latest
 checkpoint in --output_dir with the same data order and random state.
 
 Outputs in --output_dir: model.ckpt-N (original variable names, optimizer
-slots adam_m/adam_v, global_step), model.ckpt-best (by masked_lm_accuracy on
---eval_file), eval_results.json / eval_results.txt, train_log.jsonl (one
-JSON object per step), tensorboard/, albert_config.json.
+slots adam_m/adam_v, global_step) with training_state-N.json,
+model.ckpt-best (by masked_lm_accuracy on --eval_file), eval_results.json /
+eval_results.txt, train_log.jsonl (one JSON object per step), tensorboard/,
+albert_config.json.
+
+The data's summary (<output>.summary.json, written by
+create_pretraining_data.py beside the records) is the contract: the sequence
+and prediction lengths default to it, explicit flags must agree with it, and
+token ids must fit the config's vocab_size.
 
 Differences from the original (docs/fidelity.md): evaluation uses
 --eval_file (default: the training files, as the original did) and evaluates
-each checkpoint once; --init_checkpoint must fit the model (a checkpoint that
-matches nothing used to train from scratch silently) and may be in any
-format convert_checkpoint.py reads; --masked_lm_budget works (the original
-crashed); --init_from_group0 initialises every group (the original silently
-skipped some).
+each checkpoint exactly once; --init_checkpoint must fit the model (a
+checkpoint that matches nothing used to train from scratch silently) and may
+be in any format convert_checkpoint.py reads; --masked_lm_budget works (the
+original crashed); --init_from_group0 initialises every group (the original
+silently skipped some).
 """
-
-import os
 
 from absl import flags, logging
 
-from albert import cli
-from albert.config import AlbertConfig
-from albert.io import expand_file_patterns as expand_input_patterns
+from albert import cli, io
+from albert.checkpoints import format_names
+from albert.data.schema import load_data_contract
 from albert.errors import InputError
 from albert.tasks.pretraining import PretrainingTask
-from albert.training.distribute import STRATEGIES, create_strategy
+from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
 from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
 
@@ -43,8 +47,10 @@ flags.DEFINE_string("output_dir", None, "Checkpoints, logs and evaluation result
 flags.DEFINE_string("init_checkpoint", None,
                     "Initial weights (original TF1, Hugging Face, Model Garden or .keras; "
                     "see --init_checkpoint_format).")
-flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the data.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence in the data.")
+flags.DEFINE_integer("max_seq_length", 512,
+                     "Sequence length of the data (default: the data summary's; must agree).")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Masked positions per sequence (default: the data summary's; must agree).")
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", False,
                   "Evaluate: every checkpoint during training, or, without --do_train, every "
@@ -76,50 +82,68 @@ flags.DEFINE_float("poly_power", 1.0, "Exponent of the polynomial learning-rate 
 # --- added here ---
 flags.DEFINE_string("eval_file", None,
                     "Held-out TFRecords for evaluation (default: --input_file, as the original).")
-flags.DEFINE_enum("strategy", "auto", STRATEGIES, "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU name or address (same as --tpu_name).")
+distribute.define_flags()
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION,
                   "Mixed precision policy; mixed_float16 uses dynamic loss scaling.")
 flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
 flags.DEFINE_integer("steps_per_loop", None,
                      "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
-flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", "tf1", "hf", "keras", "model_garden"],
+flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
                   "Format of --init_checkpoint.")
-flags.DEFINE_integer("random_seed", 12345, "Seed of the input shuffles, dynamic masks and init.")
-flags.DEFINE_integer("shuffle_buffer_size", 100, "Record shuffle buffer (the original used 100).")
+flags.DEFINE_integer("random_seed", 12345,
+                     "Seed of the input order, dropout masks, dynamic masks and initialisation.")
+flags.DEFINE_integer("shuffle_buffer_size", 100,
+                     "Records are shuffled in consecutive windows of this many (the original "
+                     "shuffled through a 100-record buffer).")
+cli.define_config_flags()
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
 
 FLAGS = flags.FLAGS
 
 
+def _lengths_from_data(contract) -> dict:
+    """--max_seq_length / --max_predictions_per_seq: the data's, checked against explicit flags."""
+    lengths = {}
+    for flag in ("max_seq_length", "max_predictions_per_seq"):
+        value = getattr(contract, flag)
+        if FLAGS[flag].present and FLAGS[flag].value != value:
+            raise InputError(f"--{flag}={FLAGS[flag].value}, but the data has {flag}={value} "
+                             f"({', '.join(contract.summaries) or contract.files[0]}); drop the "
+                             "flag or use data made with that setting")
+        lengths[flag] = value
+    return lengths
+
+
 def main(argv):
     del argv
-    import keras
-
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise InputError("At least one of --do_train or --do_eval must be set")
     # The strategy comes first: multi-worker collectives must be configured
-    # before TensorFlow runs any op (the input checks below read records).
+    # before TensorFlow runs any op.
     tpu = FLAGS.tpu or FLAGS.tpu_name
     strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
-    strategy = create_strategy(strategy_name, tpu)
-    config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-    input_files = expand_input_patterns(FLAGS.input_file)
-    eval_files = None
+    strategy = distribute.create_strategy(strategy_name, tpu, FLAGS.cpu_devices)
+    config = cli.load_albert_config(FLAGS.albert_config_file)
+    train_data = load_data_contract(io.expand_file_patterns(FLAGS.input_file))
+    lengths = _lengths_from_data(train_data)
+    eval_data = None
     if FLAGS.do_eval:
         if FLAGS.eval_file:
-            eval_files = expand_input_patterns(FLAGS.eval_file)
+            eval_data = load_data_contract(io.expand_file_patterns(FLAGS.eval_file, "evaluation"))
         else:
             logging.warning("No --eval_file: evaluating on the training files, as the original did")
-            eval_files = input_files
+            eval_data = train_data
+    logging.info("Data: max_seq_length=%d, max_predictions_per_seq=%d, %d training records",
+                 lengths["max_seq_length"], lengths["max_predictions_per_seq"],
+                 train_data.total_records)
     task = PretrainingTask(
-        config=config, input_files=input_files, eval_files=eval_files,
-        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+        config=config, train_data=train_data, eval_data=eval_data, seed=FLAGS.random_seed,
         init_checkpoint=FLAGS.init_checkpoint, init_checkpoint_format=FLAGS.init_checkpoint_format,
         init_from_group0=FLAGS.init_from_group0, masked_lm_budget=FLAGS.masked_lm_budget)
     task.check_inputs()  # bad input fails here, before anything is written
+
+    import keras
 
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop = FLAGS.steps_per_loop or (
@@ -134,15 +158,15 @@ def main(argv):
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
                       keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
                       max_eval_steps=FLAGS.max_eval_steps, jit_compile=FLAGS.jit_compile,
-                      mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress),
+                      mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
+                      random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size),
         make_optimizer=lambda names: create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             FLAGS.start_warmup_step, FLAGS.poly_power, variable_names=names),
         variable_names=variable_names_for, learning_rate=schedule)
 
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    config.to_json_file(os.path.join(FLAGS.output_dir, "albert_config.json"))
-    logging.info("TensorBoard logs: tensorboard --logdir=%s", os.path.join(FLAGS.output_dir, "tensorboard"))
+    logging.info("TensorBoard logs: tensorboard --logdir=%s",
+                 io.join(FLAGS.output_dir, "tensorboard"))
     if FLAGS.do_train:
         result = trainer.train(do_eval=FLAGS.do_eval)
     else:

@@ -1,6 +1,16 @@
-"""ALBERT for TensorFlow 2 / Keras 3: install with `pip install -e .` (tests: `pip install -e ".[test]"`)."""
+"""ALBERT for TensorFlow 2 / Keras 3.
+
+    pip install -e .            # the library and scripts
+    pip install -e ".[demo]"    # + the offline demo corpus (python -m albert.demo)
+    pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
+"""
 
 from setuptools import find_packages, setup
+
+# The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as data
+# files; gensim is never imported), wiki markup removal and sentence
+# splitting. Library users do not need them.
+DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4"]
 
 setup(
     name="albert-tf2",
@@ -26,16 +36,11 @@ setup(
         "safetensors>=0.4",
         "tqdm>=4.60",
         "google-crc32c>=1.5",  # TFRecord framing without TensorFlow in data workers
-        # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as
-        # data files; gensim is never imported), wiki markup removal and
-        # sentence splitting.
-        "gensim==4.4.0",
-        "mwparserfromhell>=0.6",
-        "syntok>=1.4",
     ],
     extras_require={
+        "demo": DEMO_REQUIREMENTS,
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
-        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6"],
+        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", *DEMO_REQUIREMENTS],
     },
 )

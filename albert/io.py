@@ -61,7 +61,18 @@ def exists(path: str) -> bool:
 
 
 def isdir(path: str) -> bool:
-    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+    if not is_remote(path):
+        return os.path.isdir(path)
+    gfile = _gfile()
+    if not gfile.isdir(path):
+        return False
+    if not path.startswith("ram://"):
+        return True
+    # TensorFlow's in-memory file system calls every prefix of a file name a
+    # directory ("run/model.ckpt-1" of "run/model.ckpt-10.index"); the
+    # entries of a real directory exist under "<path>/".
+    entries = gfile.listdir(path)
+    return not entries or any(gfile.exists(join(path, entry.rstrip("/"))) for entry in entries)
 
 
 def isfile(path: str) -> bool:

@@ -1,6 +1,6 @@
-"""An independent NumPy transcription of the original forward pass (SPEC §1.3, §1.6, §5.1).
+"""An independent NumPy transcription of the original forward pass.
 
-It reads weights by their original TF1 names, spelled here from the SPEC
+It reads weights by their original TF1 names, spelled here from the original's documented layout
 rather than taken from the package's name table, so comparing it with the
 Keras model checks the layers, the routing and the naming together.
 """

@@ -31,6 +31,14 @@ def resolve_checkpoint_prefix(path: str) -> str:
     """
     import tensorflow as tf
 
+    prefix = path
+    for suffix in (".index", ".meta"):
+        if prefix.endswith(suffix):
+            prefix = prefix[: -len(suffix)]
+    if ".data-" in io.basename(prefix):
+        prefix = prefix[: prefix.rindex(".data-")]
+    if io.exists(prefix + ".index"):
+        return prefix
     if io.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest:
@@ -43,14 +51,7 @@ def resolve_checkpoint_prefix(path: str) -> str:
         if len(indexes) == 1:
             return io.join(path, indexes[0][: -len(".index")])
         raise InputError(f"No checkpoint found in directory {path}")
-    for suffix in (".index", ".meta"):
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-    if ".data-" in io.basename(path):
-        path = path[: path.rindex(".data-")]
-    if not io.exists(path + ".index"):
-        raise InputError(f"No checkpoint at {path} (expected {path}.index)")
-    return path
+    raise InputError(f"No checkpoint at {prefix} (expected {prefix}.index)")
 
 
 def open_reader(path: str):

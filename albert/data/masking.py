@@ -1,4 +1,4 @@
-"""Whole-word n-gram masking, exactly the original's algorithm, on token ids (SPEC §4.5).
+"""Whole-word n-gram masking, exactly the original's algorithm, on token ids.
 
 The same function masks instances when pretraining data is created and, from
 the stored `token_boundary`, when masks are drawn on the fly during

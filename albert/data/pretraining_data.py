@@ -47,7 +47,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from albert import io
-from albert.data.corpus import Window, iter_windows, total_input_bytes
+from albert.data.corpus import iter_windows, total_input_bytes
 from albert.data.example_encoding import serialize_instance
 from albert.data.instances import (InstanceConfig, InstanceStatistics,
                                    create_instances_from_document)
@@ -366,9 +366,8 @@ class _FramedRecords:
         return len(self.slices)
 
     def __iter__(self):
-        views = [memoryview(blob) for blob in self.blobs]
         for index, offset, length in self.slices:
-            yield views[index][offset:offset + length]
+            yield self.blobs[index][offset:offset + length]
 
 
 @dataclasses.dataclass

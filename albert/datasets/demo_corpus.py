@@ -8,7 +8,7 @@ Writes, one sentence per line with a blank line between documents:
   gensim 4.4.0 wheel (markup stripped with mwparserfromhell) and the 50 news
   articles of its `lee.cor`;
 * `DIR/heldout.txt`: the 300 news articles of `lee_background.cor`, held out
-  for intrinsic MLM / sentence-order evaluation (SPEC §12.1);
+  for intrinsic MLM / sentence-order evaluation;
 * `DIR/manifest.json`: sources with their sha256, counts, builder version.
 
 Sentences are split with syntok. The result is cached: a directory whose
@@ -21,10 +21,9 @@ import logging
 import os
 from typing import Iterable, List
 
-from syntok import segmenter
-
+from albert.datasets import sources
+from albert.errors import InputError
 from albert.io import atomic_output_dir
-from albert.datasets import sources, wikitext
 
 logger = logging.getLogger("albert")
 
@@ -32,8 +31,25 @@ BUILDER_VERSION = 2
 MIN_SENTENCE_WORDS = 3
 
 
+DEMO_EXTRA_HINT = 'install the demo extra: pip install -e ".[demo]"'
+
+
+def require_demo_packages() -> None:
+    """Raises InputError naming the extra when the demo corpus's packages are missing."""
+    missing = []
+    for module in ("syntok", "mwparserfromhell"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise InputError(f"The demo corpus needs {', '.join(missing)}; {DEMO_EXTRA_HINT}")
+
+
 def split_sentences(paragraph: str) -> List[str]:
     """Sentences of a paragraph (syntok), with their original spacing inside."""
+    from syntok import segmenter
+
     sentences = []
     for syntok_paragraph in segmenter.analyze(paragraph):
         for sentence in syntok_paragraph:
@@ -44,6 +60,8 @@ def split_sentences(paragraph: str) -> List[str]:
 
 
 def wikipedia_documents(path: str) -> Iterable[List[str]]:
+    from albert.datasets import wikitext
+
     for _, text in wikitext.iter_articles(path):
         sentences = [s for paragraph in wikitext.article_paragraphs(text)
                      for s in split_sentences(paragraph)]
@@ -76,6 +94,7 @@ def write_documents(documents: Iterable[List[str]], path: str) -> dict:
 
 def build_demo_corpus(output_dir: str, force: bool = False) -> dict:
     """Builds (or reuses) the demo corpus; returns its manifest."""
+    require_demo_packages()
     inputs = {name: sources.gensim_file(relative) for name, relative in (
         ("wikipedia_sample", sources.WIKIPEDIA_SAMPLE), ("lee", sources.LEE),
         ("lee_background", sources.LEE_BACKGROUND))}

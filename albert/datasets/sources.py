@@ -1,7 +1,7 @@
-"""Real text shipped inside packages from the Python package index (SPEC §12).
+"""Real text shipped inside packages from the Python package index.
 
 The demo corpus is built from data files of the `gensim==4.4.0` wheel, which
-`pip install` puts on disk as a dependency of this project. Nothing is
+`pip install -e ".[demo]"` puts on disk (the `demo` extra of this project). Nothing is
 downloaded at run time, and gensim itself is never imported: its files are
 located through the installed distribution's metadata.
 """
@@ -25,7 +25,7 @@ def gensim_file(relative_path: str) -> str:
         distribution = importlib.metadata.distribution("gensim")
     except importlib.metadata.PackageNotFoundError:
         raise InputError(f"The demo corpus needs the gensim=={GENSIM_VERSION} wheel's data files; "
-                         f"install the project (pip install -e .) or gensim=={GENSIM_VERSION}") from None
+                         f'install the demo extra (pip install -e ".[demo]") or gensim=={GENSIM_VERSION}') from None
     if distribution.version != GENSIM_VERSION:
         raise InputError(f"gensim {distribution.version} is installed; the demo corpus is defined "
                          f"on gensim=={GENSIM_VERSION}'s data files")

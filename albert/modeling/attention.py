@@ -1,9 +1,11 @@
-"""The attention sub-block of a post-LayerNorm transformer block (SPEC §1.3, block steps 1-7)."""
+"""The attention sub-block of a post-LayerNorm transformer block (steps 1-7 of a block)."""
 
 import math
 
 import keras
 from keras import ops
+
+from albert.modeling.dropout import SeededDropout, derive_seeds
 
 
 def attention_bias_from_mask(input_mask, dtype):
@@ -64,8 +66,8 @@ class AlbertAttention(keras.layers.Layer):
         self.output_dense = dense("output")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=self.dtype_policy, name="LayerNorm")
-        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
-        self.output_dropout = keras.layers.Dropout(output_dropout_rate, dtype=self.dtype_policy)
+        self.attention_dropout = SeededDropout(attention_dropout_rate, dtype=self.dtype_policy)
+        self.output_dropout = SeededDropout(output_dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         if self.built:
@@ -81,7 +83,10 @@ class AlbertAttention(keras.layers.Layer):
             projected, (-1, sequence_length, self.num_attention_heads, self.head_size))
         return ops.transpose(projected, (0, 2, 1, 3))
 
-    def call(self, hidden_states, attention_bias, training=False):
+    def call(self, hidden_states, attention_bias, training=False, dropout_seeds=None):
+        probability_seeds = output_seeds = None
+        if dropout_seeds is not None:
+            probability_seeds, output_seeds = (derive_seeds(dropout_seeds, site) for site in (0, 1))
         sequence_length = ops.shape(hidden_states)[1]
         query = self._split_heads(self.query(hidden_states), sequence_length)
         key = self._split_heads(self.key(hidden_states), sequence_length)
@@ -91,12 +96,14 @@ class AlbertAttention(keras.layers.Layer):
         scores = scores * (1.0 / math.sqrt(self.head_size))
         scores = scores + ops.cast(attention_bias, scores.dtype)
         probabilities = ops.softmax(scores, axis=-1)
-        probabilities = self.attention_dropout(probabilities, training=training)
+        probabilities = self.attention_dropout(probabilities, seeds=probability_seeds,
+                                               training=training)
 
         context = ops.matmul(probabilities, value)                  # [B, N, S, D]
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, sequence_length, self.hidden_size))
-        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        attention_output = self.output_dropout(self.output_dense(context), seeds=output_seeds,
+                                               training=training)
         return self.layer_norm(attention_output + hidden_states)
 
     def compute_output_shape(self, input_shape):

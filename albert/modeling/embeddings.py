@@ -1,9 +1,10 @@
-"""Word, token-type and absolute position embeddings at width E (SPEC §1.3, steps 1-4)."""
+"""Word, token-type and absolute position embeddings at width E."""
 
 import keras
 from keras import ops
 
 from albert.errors import InputError
+from albert.modeling.dropout import SeededDropout
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -19,7 +20,8 @@ class AlbertEmbeddings(keras.layers.Layer):
       embedding_size: width of every table (E).
       max_position_embeddings: rows of the position table (P).
       type_vocab_size: rows of the token-type table (T).
-      dropout_rate: dropout applied after the LayerNorm (`hidden_dropout_prob`).
+      dropout_rate: dropout applied after the LayerNorm (`hidden_dropout_prob`); its
+        masks come from the per-example `dropout_seeds` given at call time.
       initializer_range: stddev of the truncated-normal initializer.
 
     Example:
@@ -47,7 +49,7 @@ class AlbertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy, name="token_type_embeddings")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=self.dtype_policy, name="LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = SeededDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         if self.built:
@@ -61,7 +63,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.embedding_size))
         self.built = True
 
-    def call(self, input_word_ids, input_type_ids, training=False):
+    def call(self, input_word_ids, input_type_ids, training=False, dropout_seeds=None):
         sequence_length = ops.shape(input_word_ids)[1]
         if isinstance(sequence_length, int) and sequence_length > self.max_position_embeddings:
             raise InputError(
@@ -78,7 +80,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         positions = ops.cast(self.position_embeddings[:sequence_length], embedded.dtype)
         embedded = embedded + positions[None, :, :]
         embedded = self.layer_norm(embedded)
-        return self.dropout(embedded, training=training)
+        return self.dropout(embedded, seeds=dropout_seeds, training=training)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.embedding_size,)

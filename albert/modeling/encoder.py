@@ -7,16 +7,20 @@ from albert.config import load_config
 from albert.errors import InputError
 from albert.modeling.configured_model import ConfiguredModel
 from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
+from albert.modeling.dropout import derive_seeds
 from albert.modeling.embeddings import AlbertEmbeddings
 from albert.modeling.feed_forward import AlbertFeedForward
 from albert.modeling.sharing import sharing_plan
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+# Optional int32 [B] input: per-example dropout seeds (see albert.modeling.dropout).
+DROPOUT_SEEDS = "dropout_seeds"
+_MAX_SEED = 2**31 - 1
 
 
 @keras.saving.register_keras_serializable(package="albert")
 class AlbertEncoder(ConfiguredModel):
-    """ALBERT backbone (SPEC §1.3), configured by one `AlbertConfig`.
+    """ALBERT backbone, configured by one `AlbertConfig`.
 
     The forward pass, top to bottom: embeddings at width E; a linear E -> H
     projection (`embedding_hidden_mapping_in`, only when E != H); `L * K`
@@ -26,7 +30,10 @@ class AlbertEncoder(ConfiguredModel):
 
     Inputs (TF-Hub TF2 convention): a dict of int32 `[B, S]` tensors
     `input_word_ids`, `input_mask` (1 = real token; default all ones) and
-    `input_type_ids` (default all zeros).
+    `input_type_ids` (default all zeros). In training, `dropout_seeds` (int32
+    `[B]`) makes each example's dropout masks a function of its seed alone;
+    the training loop supplies it. Without it, seeds are drawn from the
+    model's own seed generator.
 
     Outputs: a dict with `sequence_output` `[B, S, H]`, `pooled_output`
     `[B, H]` and `encoder_outputs`, the list of all `L * K` block outputs.
@@ -94,6 +101,10 @@ class AlbertEncoder(ConfiguredModel):
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
             name="pooler")
+        self.uses_dropout = max(config.hidden_dropout_prob, config.attention_probs_dropout_prob) > 0
+        # Only for training calls that bring no seeds of their own.
+        self.seed_generator = (keras.random.SeedGenerator()
+                               if self.uses_dropout else None)
         self.build()
 
     def build(self, input_shape=None):
@@ -121,16 +132,25 @@ class AlbertEncoder(ConfiguredModel):
         if type_ids is None:
             type_ids = ops.zeros_like(word_ids)
 
-        hidden_states = self.embeddings(word_ids, type_ids, training=training)
+        seeds = self.dropout_seeds(inputs, training)
+
+        def site_seeds(site):
+            return None if seeds is None else derive_seeds(seeds, site)
+
+        hidden_states = self.embeddings(word_ids, type_ids, training=training,
+                                        dropout_seeds=site_seeds(0))
         if self.embedding_projection is not None:
             hidden_states = self.embedding_projection(hidden_states)
         attention_bias = attention_bias_from_mask(input_mask, hidden_states.dtype)
 
         encoder_outputs = []
-        for attention_index, ffn_index in self._schedule:
+        # Shared blocks run several times: each application gets its own sites.
+        for application, (attention_index, ffn_index) in enumerate(self._schedule):
             hidden_states = self.attention_blocks[attention_index](
-                hidden_states, attention_bias, training=training)
-            hidden_states = self.ffn_blocks[ffn_index](hidden_states, training=training)
+                hidden_states, attention_bias, training=training,
+                dropout_seeds=site_seeds(2 * application + 1))
+            hidden_states = self.ffn_blocks[ffn_index](
+                hidden_states, training=training, dropout_seeds=site_seeds(2 * application + 2))
             encoder_outputs.append(hidden_states)
 
         pooled_output = self.pooler(hidden_states[:, 0, :])
@@ -139,6 +159,17 @@ class AlbertEncoder(ConfiguredModel):
             "pooled_output": pooled_output,
             "encoder_outputs": encoder_outputs,
         }
+
+    def dropout_seeds(self, inputs, training):
+        """Per-example seeds for this call's dropout: the input's, or drawn; None without dropout."""
+        if not training or not self.uses_dropout:
+            return None
+        seeds = inputs.get(DROPOUT_SEEDS)
+        if seeds is None:
+            batch_size = ops.shape(inputs["input_word_ids"])[0]
+            seeds = keras.random.randint((batch_size,), 0, _MAX_SEED, dtype="int32",
+                                         seed=self.seed_generator)
+        return ops.cast(seeds, "int32")
 
     def get_embedding_table(self):
         """The `[V, E]` word-embedding variable (also the tied MLM decoder)."""

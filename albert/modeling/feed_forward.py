@@ -1,8 +1,9 @@
-"""The feed-forward sub-block of a post-LayerNorm transformer block (SPEC §1.3, block steps 8-10)."""
+"""The feed-forward sub-block of a post-LayerNorm transformer block (steps 8-10 of a block)."""
 
 import keras
 
 from albert.modeling.activations import get_activation
+from albert.modeling.dropout import SeededDropout
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -40,7 +41,7 @@ class AlbertFeedForward(keras.layers.Layer):
             hidden_size, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=self.dtype_policy, name="LayerNorm_1")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = SeededDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         if self.built:
@@ -50,9 +51,10 @@ class AlbertFeedForward(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, hidden_states, training=False):
+    def call(self, hidden_states, training=False, dropout_seeds=None):
         intermediate = self._activation_fn(self.intermediate(hidden_states))
-        output = self.dropout(self.output_dense(intermediate), training=training)
+        output = self.dropout(self.output_dense(intermediate), seeds=dropout_seeds,
+                              training=training)
         return self.layer_norm(output + hidden_states)
 
     def compute_output_shape(self, input_shape):

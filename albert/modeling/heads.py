@@ -1,4 +1,4 @@
-"""Pretraining heads: masked LM (tied decoder) and sentence-order prediction (SPEC §5.1)."""
+"""Pretraining heads: masked LM (tied decoder) and sentence-order prediction."""
 
 import keras
 from keras import ops

@@ -1,4 +1,4 @@
-"""Pretraining losses and metrics, exactly as the original (SPEC §5.1, §5.4)."""
+"""Pretraining losses and metrics, exactly as the original."""
 
 from keras import ops
 

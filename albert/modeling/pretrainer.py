@@ -11,7 +11,7 @@ from albert.modeling.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
 
 @keras.saving.register_keras_serializable(package="albert")
 class AlbertPretrainer(ConfiguredModel):
-    """ALBERT with its pretraining heads (SPEC §5.1).
+    """ALBERT with its pretraining heads.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`,
     `input_type_ids`) plus `masked_lm_positions` int32 `[B, P]`.

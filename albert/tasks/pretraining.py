@@ -1,23 +1,39 @@
-"""Masked-LM + sentence-order pretraining as a `Task` of the training loop (SPEC §5)."""
+"""Masked-LM + sentence-order pretraining as a `Task` of the training loop."""
 
 import dataclasses
 import logging
-import re
-from typing import List, Optional
+from typing import Optional
 
-import numpy as np
-
-from albert.checkpoints import assign_model_weights, read_checkpoint
+from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
 from albert.checkpoints.group0 import group0_weights
 from albert.config import AlbertConfig
-from albert.data.inputs import DynamicMasking, check_record_files, pretraining_dataset
 from albert.data.masking import MaskingConfig, MaskingVocabulary
-from albert.errors import CheckpointMismatchError, InputError
+from albert.data.pretraining_inputs import DynamicMasking, PretrainingParser
+from albert.data.schema import DataContract
+from albert.data.streams import RecordSource
+from albert.errors import InputError
 from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_metric_sums,
                              pretraining_normalizers)
+from albert.training.inputs import TaskInput
 from albert.training.loop import Task
 
 logger = logging.getLogger("albert")
+
+
+def check_contract(contract: DataContract, config: AlbertConfig, what: str) -> None:
+    """Refuses data the model cannot read: sequences too long, ids beyond the vocabulary."""
+    if contract.max_seq_length > config.max_position_embeddings:
+        raise InputError(f"The {what} data has max_seq_length={contract.max_seq_length}, more than "
+                         f"the config's max_position_embeddings={config.max_position_embeddings}")
+    largest = contract.max_token_id if contract.max_token_id is not None else (
+        contract.vocab_size - 1 if contract.vocab_size is not None else None)
+    if largest is not None and largest >= config.vocab_size:
+        raise InputError(
+            f"The {what} data holds token ids up to {largest} (its vocabulary has "
+            f"{contract.vocab_size} pieces; {', '.join(contract.summaries) or 'data summary'}), "
+            f"but the config's vocab_size is {config.vocab_size}; use the config of that "
+            "vocabulary")
+
 
 def _assign(model, weights, source) -> None:
     """Loads the backbone (all of it) and the heads when the checkpoint has them."""
@@ -34,22 +50,18 @@ class PretrainingTask(Task):
 
     Args:
       config: the model's `AlbertConfig`.
-      input_files: training TFRecord files.
-      eval_files: held-out TFRecord files (None: no evaluation).
-      max_seq_length, max_predictions_per_seq: must match the data.
-      seed: seeds the shuffles and dynamic masks.
+      train_data: the training files' contract (`albert.data.schema.load_data_contract`).
+      eval_data: the held-out files' contract (None: no evaluation).
+      seed: seeds the dynamic masks.
       init_checkpoint: initial weights (any format `albert.checkpoints` reads).
       init_from_group0: initialise every group from the checkpoint's group_0.
       masked_lm_budget: > 0 draws new masks on the fly at this rate.
     """
 
     config: AlbertConfig
-    input_files: List[str]
-    eval_files: Optional[List[str]]
-    max_seq_length: int
-    max_predictions_per_seq: int
+    train_data: DataContract
+    eval_data: Optional[DataContract] = None
     seed: int = 12345
-    shuffle_buffer_size: int = 100
     init_checkpoint: Optional[str] = None
     init_checkpoint_format: str = "auto"
     init_from_group0: bool = False
@@ -69,12 +81,17 @@ class PretrainingTask(Task):
         return self._initial_weights
 
     def check_inputs(self) -> None:
-        if self.max_seq_length > self.config.max_position_embeddings:
-            raise InputError(f"--max_seq_length={self.max_seq_length} exceeds the config's "
-                             f"max_position_embeddings={self.config.max_position_embeddings}")
-        check_record_files(self.input_files, self.max_seq_length, self.max_predictions_per_seq)
-        if self.eval_files:
-            check_record_files(self.eval_files, self.max_seq_length, self.max_predictions_per_seq)
+        """Everything that can be checked before a run writes anything."""
+        check_contract(self.train_data, self.config, "training")
+        if self.eval_data is not None:
+            check_contract(self.eval_data, self.config, "evaluation")
+            for key in ("max_seq_length", "max_predictions_per_seq"):
+                train, held_out = getattr(self.train_data, key), getattr(self.eval_data, key)
+                if train != held_out:
+                    raise InputError(f"The evaluation data has {key}={held_out}, the training "
+                                     f"data {train}; make both with the same settings")
+        if self.masked_lm_budget > 0:
+            self._dynamic_masking()
         if self.init_from_group0 and self.init_checkpoint is None:
             raise InputError("--init_from_group0 needs --init_checkpoint")
         if self.init_checkpoint:
@@ -91,28 +108,38 @@ class PretrainingTask(Task):
         self._initial_weights = None  # free the memory
         logger.info("Initialised %d variables from %s", len(weights), self.init_checkpoint)
 
+    def run_files(self):
+        return {ALBERT_CONFIG_FILE: self.config.to_json_string()}
+
     def _dynamic_masking(self) -> Optional[DynamicMasking]:
         if self.masked_lm_budget <= 0:
             return None
+        data = self.train_data
+        if not data.has_token_boundary:
+            raise InputError("--masked_lm_budget draws masks from token_boundary, which the "
+                             "training records lack; make them with create_pretraining_data.py")
+        if data.special_ids is None or data.vocab_size is None:
+            raise InputError("--masked_lm_budget needs the [CLS], [SEP] and [MASK] ids and the "
+                             "vocabulary size from the data summary (<output>.summary.json of "
+                             "create_pretraining_data.py), found beside none of the input files")
         return DynamicMasking(
             MaskingConfig(masked_lm_prob=self.masked_lm_budget,
-                          max_predictions_per_seq=self.max_predictions_per_seq),
-            MaskingVocabulary(vocab_size=self.config.vocab_size, mask_id=ALBERT_SPECIAL_IDS["mask"],
-                              cls_id=ALBERT_SPECIAL_IDS["cls"], sep_id=ALBERT_SPECIAL_IDS["sep"]),
+                          max_predictions_per_seq=data.max_predictions_per_seq),
+            MaskingVocabulary(vocab_size=data.vocab_size, mask_id=data.special_ids.mask,
+                              cls_id=data.special_ids.cls, sep_id=data.special_ids.sep),
             self.seed)
 
-    def train_dataset(self, worker, worker_batch_size):
-        return pretraining_dataset(
-            self.input_files, self.max_seq_length, self.max_predictions_per_seq, worker_batch_size,
-            is_training=True, seed=self.seed, shuffle_buffer_size=self.shuffle_buffer_size,
-            dynamic_masking=self._dynamic_masking(), num_shards=worker.count,
-            shard_index=worker.index)
+    def train_input(self) -> TaskInput:
+        data = self.train_data
+        return TaskInput(RecordSource(tuple(data.files), tuple(data.record_counts)),
+                         PretrainingParser(data.schema, self._dynamic_masking()))
 
-    def eval_dataset(self, batch_size):
-        if not self.eval_files:
+    def eval_input(self) -> Optional[TaskInput]:
+        data = self.eval_data
+        if data is None:
             return None
-        return pretraining_dataset(self.eval_files, self.max_seq_length,
-                                   self.max_predictions_per_seq, batch_size, is_training=False)
+        return TaskInput(RecordSource(tuple(data.files), tuple(data.record_counts)),
+                         PretrainingParser(data.schema))
 
     def loss_normalizers(self, features):
         return pretraining_normalizers(features)

@@ -1,4 +1,4 @@
-"""SentencePiece tokenization as the original ALBERT does it (SPEC §3.1-3.4, §4.5)."""
+"""SentencePiece tokenization as the original ALBERT does it."""
 
 import string
 from typing import List, Sequence
@@ -12,7 +12,7 @@ from albert.tokenization.text import preprocess_text
 SPIECE_UNDERLINE = "\u2581"
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 
-# ASCII punctuation except ' < = > (the original's list, SPEC §4.5).
+# ASCII punctuation except ' < = > (the original's list).
 _START_PUNCTUATION = frozenset(set(string.punctuation) - set("'<=>"))
 _WORD_CHARACTERS = frozenset(string.ascii_lowercase) | _START_PUNCTUATION
 

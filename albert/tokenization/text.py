@@ -1,4 +1,4 @@
-"""Text normalisation shared by every tokenizer (SPEC §3.2)."""
+"""Text normalisation shared by every tokenizer."""
 
 import unicodedata
 

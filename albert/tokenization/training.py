@@ -1,4 +1,4 @@
-"""Train a SentencePiece vocabulary with the official ALBERT recipe (SPEC §3.1)."""
+"""Train a SentencePiece vocabulary with the official ALBERT recipe."""
 
 import logging
 import os
@@ -13,7 +13,7 @@ logger = logging.getLogger("albert")
 
 # The official `spm_train` recipe, with list-valued symbols passed as lists:
 # the Python trainer splits the string form CSV-style, so its quote character
-# would swallow the rest of the list (SPEC §3.1). `--logtostderr` is not a
+# would swallow the rest of the list. `--logtostderr` is not a
 # trainer option and is dropped. Ids: <pad> 0, <unk> 1, [CLS] 2, [SEP] 3,
 # [MASK] 4, then the user symbols at 5-12.
 OFFICIAL_RECIPE = dict(

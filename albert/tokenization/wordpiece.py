@@ -1,4 +1,4 @@
-"""WordPiece tokenization for `vocab.txt` vocabularies, e.g. the Chinese models (SPEC §3.5)."""
+"""WordPiece tokenization for `vocab.txt` vocabularies, e.g. the Chinese models."""
 
 import unicodedata
 from typing import Dict, List, Sequence

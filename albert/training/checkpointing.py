@@ -1,29 +1,29 @@
-"""Training checkpoints in the original's layout, written atomically, with the input position.
+"""Training checkpoints in the original's layout, written atomically.
 
-`model.ckpt-N` holds, under the original TF1 names, every model variable,
-its optimizer slots `<name>/adam_m` and `<name>/adam_v`, and `global_step` —
-exactly what the original's training wrote, so the original code,
-`transformers` 4.x and `convert_checkpoint.py` read it. The rest of the
-training state (dropout random-generator states, loss-scale state) is stored
-under `training_state/...`, which readers of model weights skip.
+`model.ckpt-N` holds exactly what the original's training checkpoints hold:
+every model variable under its original TF1 name, the optimizer slots
+`<name>/adam_m` and `<name>/adam_v`, and `global_step` — so the original
+code's `init_from_checkpoint`, `transformers` 4.x's TF1 loader and
+`convert_checkpoint.py` read it. The rest of the training state (the
+mixed-precision loss scale, the model's fallback seed generator) goes to
+`training_state-N.json` beside it. The position in the input stream needs
+no file: it is `global_step` times the global batch (`albert.data.streams`).
 
-The position in the input stream is saved per worker as a tf.data iterator
-checkpoint `input_state-N-worker<i>`, written before the model checkpoint:
-a checkpoint listed in the `checkpoint` file is complete for every worker.
-
-Files appear under their final names only once complete (written under a
-temporary name, then renamed); the `checkpoint` state file is replaced last.
-File operations use tf.io.gfile, so output directories on GCS work.
+A checkpoint appears under its final names only once complete (written
+under a temporary name, data file renamed first, index last), and is listed
+in the `checkpoint` state file, which is replaced last. Every file
+operation goes through `albert.io`, so output directories on GCS work.
 """
 
 import logging
-import os
 import re
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 import numpy as np
-import tensorflow as tf
 
+from albert import io
+from albert.checkpoints.naming import GLOBAL_STEP, OPTIMIZER_SLOTS, slot_name
+from albert.checkpoints.tf1 import checkpoint_files, save_tensors
 from albert.checkpoints.weights import model_variables
 from albert.errors import CheckpointMismatchError
 
@@ -31,170 +31,203 @@ logger = logging.getLogger("albert")
 
 PREFIX = "model.ckpt"
 BEST = f"{PREFIX}-best"
-_DATA_SUFFIX = ".data-00000-of-00001"
+STATE_FILE = "checkpoint"
 _STEP = re.compile(r"model\.ckpt-(\d+)$")
-
-
-def _checkpoint_files(prefix: str) -> List[str]:
-    return [prefix + ".index", prefix + _DATA_SUFFIX]
-
-
-def _write_atomically(write, prefix: str) -> None:
-    """Runs `write(temporary_prefix)` then renames its files to `prefix`'s names."""
-    directory, name = os.path.split(prefix)
-    temporary = os.path.join(directory, f".tmp-{name}-{os.getpid()}")
-    write(temporary)
-    # Data first, index last: a checkpoint is only visible once complete.
-    for source, target in zip(reversed(_checkpoint_files(temporary)),
-                              reversed(_checkpoint_files(prefix))):
-        tf.io.gfile.rename(source, target, overwrite=True)
 
 
 def _unwrap(optimizer):
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 
-def training_variables(model, optimizer) -> Dict[str, object]:
-    """Every variable a training checkpoint holds, by checkpoint name."""
+def checkpoint_variables(model, optimizer) -> Dict[str, object]:
+    """The variables `model.ckpt-N` holds, by their original names."""
     names: Dict[str, object] = {}
-    canonical = model_variables(model)
     inner = _unwrap(optimizer)
-    for name, variable in canonical.items():
+    for name, variable in model_variables(model).items():
         names[name] = variable
         if variable.trainable and inner.built:
-            m, v = inner.slots(variable)
-            names[f"{name}/adam_m"] = m
-            names[f"{name}/adam_v"] = v
-    names["global_step"] = optimizer.iterations
-    # Other state (dropout seed generators, loss scale) is named by its
-    # position: Keras names such variables with process-wide counters.
-    known = {id(v) for v in names.values()}
-    extra_model = [v for v in model.variables if id(v) not in known]
-    extra_optimizer = [v for v in optimizer.variables
-                       if id(v) not in known and v is not optimizer.iterations]
-    for index, variable in enumerate(extra_model):
-        names[f"training_state/model/{index}"] = variable
-    for index, variable in enumerate(extra_optimizer):
-        names[f"training_state/optimizer/{index}"] = variable
+            for slot, value in zip(OPTIMIZER_SLOTS, inner.slots(variable)):
+                names[slot_name(name, slot)] = value
+    names[GLOBAL_STEP] = optimizer.iterations
     return names
 
 
-class TrainingCheckpoints:
-    """Saves, finds and restores the checkpoints of one training run."""
+def extra_state_variables(model, optimizer) -> Dict[str, List[object]]:
+    """Training state outside the original's checkpoint content, by owner and position.
 
-    def __init__(self, output_dir: str, keep_checkpoint_max: int = 5, worker_index: int = 0,
-                 is_chief: bool = True):
+    Keras names such variables with process-wide counters, so they are
+    identified by their order, which is fixed by the model and optimizer.
+    """
+    known = {id(v) for v in checkpoint_variables(model, optimizer).values()}
+    return {
+        "model": [v for v in model.variables if id(v) not in known],
+        "optimizer": [v for v in optimizer.variables if id(v) not in known],
+    }
+
+
+def _value(variable) -> np.ndarray:
+    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+class TrainingCheckpoints:
+    """Saves, finds, restores and prunes the checkpoints of one training run."""
+
+    def __init__(self, output_dir: str, keep_checkpoint_max: int = 5, is_chief: bool = True):
         self.output_dir = output_dir
         self.keep_checkpoint_max = keep_checkpoint_max
-        self.worker_index = worker_index
         self.is_chief = is_chief
 
-    def prefix(self, step: int) -> str:
-        return os.path.join(self.output_dir, f"{PREFIX}-{step}")
+    def prefix(self, step) -> str:
+        return io.join(self.output_dir, f"{PREFIX}-{step}")
 
-    def _input_prefix(self, step: int, worker: Optional[int] = None) -> str:
-        worker = self.worker_index if worker is None else worker
-        return os.path.join(self.output_dir, f"input_state-{step}-worker{worker}")
+    def state_path(self, step: int) -> str:
+        return io.join(self.output_dir, f"training_state-{step}.json")
 
     # ------------------------------------------------------------- finding
-    def steps(self) -> List[int]:
-        """Steps of the checkpoints listed in the `checkpoint` state file, ascending."""
-        state = tf.train.get_checkpoint_state(self.output_dir)
-        if state is None:
+    def _listed(self) -> List[int]:
+        path = io.join(self.output_dir, STATE_FILE)
+        if not io.exists(path):
             return []
         steps = []
-        for path in state.all_model_checkpoint_paths:
-            match = _STEP.search(path)
-            if match and tf.io.gfile.exists(self.prefix(int(match.group(1))) + ".index"):
-                steps.append(int(match.group(1)))
+        for line in io.read_text(path).splitlines():
+            if line.startswith("all_model_checkpoint_paths:"):
+                match = _STEP.search(line.split(":", 1)[1].strip().strip('"'))
+                if match:
+                    steps.append(int(match.group(1)))
         return sorted(set(steps))
+
+    def steps(self) -> List[int]:
+        """Steps of the complete checkpoints listed in the `checkpoint` state file, ascending."""
+        return [step for step in self._listed() if io.exists(self.prefix(step) + ".index")]
 
     def latest_step(self) -> Optional[int]:
         steps = self.steps()
         return steps[-1] if steps else None
 
     # -------------------------------------------------------------- saving
-    def save_input_state(self, step: int, iterator) -> None:
-        if iterator is None:
-            return
-        checkpoint = tf.train.Checkpoint(iterator=iterator)
-        _write_atomically(checkpoint.write, self._input_prefix(step))
-
     def save(self, step: int, model, optimizer) -> str:
-        """Writes model.ckpt-<step> (chief only), updates the state file, prunes old ones."""
+        """Writes model.ckpt-<step> and its training state (chief only) and lists it."""
         prefix = self.prefix(step)
         if not self.is_chief:
             return prefix
-        variables = training_variables(model, optimizer)
-        names = list(variables)
-        tensors = [tf.constant(np.asarray(variables[name].numpy())) for name in names]
-        _write_atomically(lambda path: tf.raw_ops.SaveV2(
-            prefix=path, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors),
-            prefix)
-        previous = [s for s in self.steps() if s != step]
-        if self.keep_checkpoint_max <= 0:  # 0 keeps every checkpoint, as TF's Saver does
-            kept = previous
-        else:
-            kept = previous[len(previous) - (self.keep_checkpoint_max - 1):] \
-                if self.keep_checkpoint_max > 1 else []
-        kept.append(step)
-        dropped = [s for s in self.steps() if s not in kept]
-        self._write_state(kept)
-        for old in dropped:
-            self._delete(old)
+        tensors = {name: _value(variable)
+                   for name, variable in checkpoint_variables(model, optimizer).items()}
+        temporary = io.temporary_name(prefix)
+        try:
+            save_tensors(temporary, tensors)
+            # Data first, index last: a checkpoint is only visible once complete.
+            for source, target in zip(reversed(checkpoint_files(temporary)),
+                                      reversed(checkpoint_files(prefix))):
+                io.rename(source, target)
+        finally:
+            for leftover in checkpoint_files(temporary):
+                io.remove_if_exists(leftover)
+        extra = extra_state_variables(model, optimizer)
+        io.write_json_atomically(self.state_path(step), {
+            owner: [_value(v).tolist() for v in variables] for owner, variables in extra.items()})
+        self._write_state(sorted(set(self._listed()) | {step}))
         return prefix
 
-    def _write_state(self, steps: List[int]) -> None:
-        lines = [f'model_checkpoint_path: "{PREFIX}-{steps[-1]}"']
-        lines += [f'all_model_checkpoint_paths: "{PREFIX}-{s}"' for s in steps]
-        path = os.path.join(self.output_dir, "checkpoint")
-        temporary = path + f".tmp-{os.getpid()}"
-        with tf.io.gfile.GFile(temporary, "w") as handle:
-            handle.write("\n".join(lines) + "\n")
-        tf.io.gfile.rename(temporary, path, overwrite=True)
+    def prune(self, protected: Iterable[int] = ()) -> List[int]:
+        """Deletes all but the newest `keep_checkpoint_max` checkpoints (0 keeps all).
 
-    def _delete(self, step: int) -> None:
-        patterns = [self.prefix(step) + ".*",
-                    os.path.join(self.output_dir, f"input_state-{step}-worker*")]
-        for pattern in patterns:
-            for path in tf.io.gfile.glob(pattern):
-                tf.io.gfile.remove(path)
+        Checkpoints in `protected` (e.g. not evaluated yet) are never deleted.
+        Returns the deleted steps.
+        """
+        if not self.is_chief or self.keep_checkpoint_max <= 0:
+            return []
+        steps = self._listed()
+        keep = set(steps[-self.keep_checkpoint_max:]) | set(protected)
+        dropped = [step for step in steps if step not in keep]
+        if dropped:
+            self._write_state([step for step in steps if step in keep])
+            for step in dropped:
+                for path in list(checkpoint_files(self.prefix(step))) + [self.state_path(step)]:
+                    io.remove_if_exists(path)
+        return dropped
+
+    def _write_state(self, steps: List[int]) -> None:
+        lines = [f'model_checkpoint_path: "{PREFIX}-{steps[-1]}"'] if steps else []
+        lines += [f'all_model_checkpoint_paths: "{PREFIX}-{s}"' for s in steps]
+        io.write_text_atomically(io.join(self.output_dir, STATE_FILE), "\n".join(lines) + "\n")
+
+    # ---------------------------------------------------------------- best
+    def _copy_marker(self) -> str:
+        return io.join(self.output_dir, f".{BEST}.copying")
 
     def copy_to_best(self, step: int) -> None:
-        """Copies model.ckpt-<step> to model.ckpt-best (the original's name for it)."""
+        """Copies model.ckpt-<step> to model.ckpt-best (the original's name for it).
+
+        A marker file exists while the copy is under way: a copy interrupted
+        between its two renames (new data, old index) is recognised by it.
+        """
         if not self.is_chief:
             return
-        source, target = self.prefix(step), os.path.join(self.output_dir, BEST)
-        temporary = os.path.join(self.output_dir, f".tmp-{BEST}-{os.getpid()}")
-        for source_file, temporary_file in zip(_checkpoint_files(source), _checkpoint_files(temporary)):
-            tf.io.gfile.copy(source_file, temporary_file, overwrite=True)
-        for temporary_file, target_file in zip(reversed(_checkpoint_files(temporary)),
-                                               reversed(_checkpoint_files(target))):
-            tf.io.gfile.rename(temporary_file, target_file, overwrite=True)
+        best = io.join(self.output_dir, BEST)
+        temporary = io.temporary_name(best)
+        io.write_text_atomically(self._copy_marker(), f"{step}\n")
+        try:
+            for source, target in zip(checkpoint_files(self.prefix(step)),
+                                      checkpoint_files(temporary)):
+                io.copy(source, target)
+            for source, target in zip(reversed(checkpoint_files(temporary)),
+                                      reversed(checkpoint_files(best))):
+                io.rename(source, target)
+            io.remove(self._copy_marker())
+        finally:
+            for leftover in checkpoint_files(temporary):
+                io.remove_if_exists(leftover)
+
+    def best_is_copy_of(self, step: int) -> bool:
+        """Whether model.ckpt-best is a finished copy of model.ckpt-<step>.
+
+        The index holds a checksum of every tensor, so equal index files mean
+        equal checkpoints once no copy is under way.
+        """
+        best_index, best_data = checkpoint_files(io.join(self.output_dir, BEST))
+        index, _ = checkpoint_files(self.prefix(step))
+        if io.exists(self._copy_marker()) or not (io.exists(best_index) and io.exists(best_data)):
+            return False
+        return io.read_bytes(best_index) == io.read_bytes(index)
 
     # ----------------------------------------------------------- restoring
-    def restore(self, step: int, model, optimizer, iterator=None) -> None:
-        """Restores the model, optimizer slots, global step, training state and input position."""
-        prefix = self.prefix(step)
-        reader = tf.train.load_checkpoint(prefix)
+    def check_restorable(self, step: int, model, optimizer) -> None:
+        """Raises CheckpointMismatchError unless model.ckpt-<step> fits this model and optimizer."""
+        from albert.checkpoints.tf1 import open_reader
+
+        reader, prefix = open_reader(self.prefix(step))
         stored = reader.get_variable_to_shape_map()
-        variables = training_variables(model, optimizer)
+        variables = checkpoint_variables(model, optimizer)
         missing = [name for name in variables if name not in stored]
-        if missing:
+        misshaped = [f"{name}: checkpoint {stored[name]}, model {list(variable.shape)}"
+                     for name, variable in variables.items()
+                     if name in stored and list(stored[name]) != list(variable.shape)]
+        if missing or misshaped:
+            details = (f"lacks {len(missing)} variables (e.g. {', '.join(missing[:3])})"
+                       if missing else f"has other shapes ({'; '.join(misshaped[:3])})")
             raise CheckpointMismatchError(
-                f"{prefix} cannot resume this run: it lacks {len(missing)} variables "
-                f"(e.g. {', '.join(missing[:5])}); was it written with another config or "
-                "optimizer? Use a new --output_dir, or --init_checkpoint to start from it")
-        for name, variable in variables.items():
-            value = reader.get_tensor(name)
-            if tuple(value.shape) != tuple(variable.shape):
+                f"{prefix} cannot resume this run: it {details}; was it written with another "
+                "config or optimizer? Use a new --output_dir, or --init_checkpoint to start "
+                "from it")
+
+    def restore(self, step: int, model, optimizer) -> None:
+        """Restores the model, optimizer slots, global step and the other training state."""
+        from albert.checkpoints.tf1 import open_reader
+
+        self.check_restorable(step, model, optimizer)
+        reader, _ = open_reader(self.prefix(step))
+        for name, variable in checkpoint_variables(model, optimizer).items():
+            variable.assign(reader.get_tensor(name).astype(variable.dtype))
+        path = self.state_path(step)
+        if not io.exists(path):
+            logger.warning("No %s: the loss scale and seed-generator state start afresh", path)
+            return
+        stored = io.read_json(path)
+        for owner, variables in extra_state_variables(model, optimizer).items():
+            values = stored.get(owner, [])
+            if len(values) != len(variables):
                 raise CheckpointMismatchError(
-                    f"{prefix}: {name} has shape {list(value.shape)}, the model "
-                    f"{list(variable.shape)}; use a new --output_dir")
-            variable.assign(value.astype(variable.dtype))
-        if iterator is not None:
-            input_prefix = self._input_prefix(step)
-            if tf.io.gfile.exists(input_prefix + ".index"):
-                tf.train.Checkpoint(iterator=iterator).read(input_prefix).assert_consumed()
-            else:
-                logger.warning("No saved input position for step %d; the input starts afresh", step)
+                    f"{path} holds {len(values)} {owner} state values, this run has "
+                    f"{len(variables)}; was it written with another --mixed_precision?")
+            for variable, value in zip(variables, values):
+                variable.assign(np.asarray(value, dtype=_value(variable).dtype))

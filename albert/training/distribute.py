@@ -29,6 +29,19 @@ def _cluster_workers() -> int:
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
+def define_flags() -> None:
+    """The distribution flags every training script shares."""
+    from absl import flags
+
+    flags.DEFINE_enum("strategy", "auto", STRATEGIES,
+                      "tf.distribute strategy: auto picks tpu (with --tpu), multi_worker (TF_CONFIG "
+                      "with several workers), mirrored (several GPUs) or one_device.")
+    flags.DEFINE_string("tpu", None, "TPU name or address (same as --tpu_name).")
+    flags.DEFINE_integer("cpu_devices", 1,
+                         "Split the CPU into this many logical devices, e.g. to run --strategy="
+                         "mirrored without GPUs (testing distributed training).")
+
+
 def _tpu_strategy(tpu: Optional[str]):
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
@@ -39,9 +52,24 @@ def _tpu_strategy(tpu: Optional[str]):
     return tf.distribute.TPUStrategy(resolver)
 
 
-def create_strategy(name: str = "auto", tpu: Optional[str] = None):
+def split_cpu(num_devices: int) -> None:
+    """Splits the CPU into `num_devices` logical devices (distribution without accelerators)."""
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * num_devices)
+    except RuntimeError as error:
+        raise InputError(f"--cpu_devices must be set before TensorFlow starts: {error}") from None
+
+
+def create_strategy(name: str = "auto", tpu: Optional[str] = None, cpu_devices: int = 1):
+    """The strategy `--strategy` names; `cpu_devices > 1` mirrors over that many CPU devices."""
     if name not in STRATEGIES:
         raise InputError(f"--strategy must be one of {', '.join(STRATEGIES)}")
+    if cpu_devices < 1:
+        raise InputError(f"--cpu_devices must be at least 1, got {cpu_devices}")
+    if cpu_devices > 1:
+        split_cpu(cpu_devices)
     gpus = tf.config.list_physical_devices("GPU")
     if name == "auto":
         if tpu:
@@ -57,7 +85,8 @@ def create_strategy(name: str = "auto", tpu: Optional[str] = None):
     elif name == "multi_worker":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     elif name == "mirrored":
-        strategy = tf.distribute.MirroredStrategy()
+        devices = None if gpus else [device.name for device in tf.config.list_logical_devices("CPU")]
+        strategy = tf.distribute.MirroredStrategy(devices)
     else:
         strategy = tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
     logger.info("Distribution strategy: %s with %d replica(s)", type(strategy).__name__,

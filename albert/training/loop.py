@@ -1,42 +1,46 @@
 """The one training loop every run_* script uses.
 
-A `Task` says what to train (model, data, losses, metrics); `Trainer` does
+A `Task` says what to train (model, inputs, losses, metrics); `Trainer` does
 the rest, the same way for every task:
 
-* any tf.distribute strategy; each worker reads its share of the seeded
-  input stream and each replica its slice of the worker's batch, so the
-  global batch — and the training — is the same on 1 device or many;
+* any tf.distribute strategy, fed by the one input path
+  (`albert.training.inputs`): per-replica static-shape batches from
+  `distribute_datasets_from_function`, a global batch that is the same on 1
+  device or many, dropout masks that depend only on each example;
 * optional XLA (`jit_compile`) for the forward and backward pass, mixed
-  precision (`mixed_bfloat16`, `mixed_float16` with dynamic loss scaling);
+  precision (`mixed_bfloat16`, `mixed_float16` with dynamic loss scaling whose
+  skipped steps still count);
 * `steps_per_loop` steps per call into the graph (TPU-style loops);
-* checkpoints every `save_checkpoints_steps` (original names, optimizer
-  slots, input position), `keep_checkpoint_max`, written atomically;
-  automatic resume from the latest one, with the same data order and
-  random state as an uninterrupted run;
-* evaluation of each checkpoint once on held-out data, `model.ckpt-best` by
-  the task's metric, `eval_results.json` (and the original's
-  `eval_results.txt`);
-* TensorBoard summaries and `train_log.jsonl` (one JSON object per step),
-  a progress bar with steps/s and ETA;
-* a NaN or infinite loss stops the run with a clear message; the last
-  checkpoint (taken before it) is kept.
+* checkpoints every `save_checkpoints_steps` in the original's layout,
+  `keep_checkpoint_max`, written atomically; automatic resume from the latest
+  one, continuing the input stream at `global_step × batch`;
+* evaluation of every checkpoint exactly once, even across kills,
+  `model.ckpt-best` by the task's metric, `eval_results.json` /
+  `eval_results.txt`;
+* TensorBoard summaries and `train_log.jsonl`, a progress bar;
+* nothing is written before every check has passed (inputs, resume
+  compatibility, run files, locks); a NaN or infinite loss stops the run and
+  keeps the last checkpoint; a TensorFlow error during the run (corrupt
+  record, token id outside the vocabulary, out of memory) ends it with one
+  line.
 """
 
 import abc
 import dataclasses
-import json
 import logging
 import math
-import os
 import time
 from typing import Dict, Optional
 
 import keras
 import tensorflow as tf
 
-from albert.errors import InputError, TrainingDivergedError
+from albert.errors import AlbertError, InputError, TrainingDivergedError
 from albert.training.checkpointing import TrainingCheckpoints
-from albert.training.distribute import WorkerInfo, worker_info
+from albert.training.distribute import worker_info
+from albert.training.inputs import TaskInput, distributed_training_dataset, evaluation_dataset
+from albert.training.optimization import AlbertLossScaleOptimizer
+from albert.training.run_directory import RunDirectory
 
 logger = logging.getLogger("albert")
 
@@ -44,7 +48,7 @@ MIXED_PRECISION = ("none", "mixed_bfloat16", "mixed_float16")
 
 
 class Task(abc.ABC):
-    """What a training run trains. Subclasses: pretraining, GLUE, SQuAD, RACE."""
+    """What a training run trains. Subclasses: pretraining, and the fine-tuning tasks."""
 
     #: metric that picks model.ckpt-best (higher is better)
     best_metric: str
@@ -59,12 +63,16 @@ class Task(abc.ABC):
         """Initial weights for a run that does not resume (e.g. --init_checkpoint)."""
 
     @abc.abstractmethod
-    def train_dataset(self, worker: WorkerInfo, worker_batch_size: int) -> tf.data.Dataset:
-        """This worker's batches of the seeded global input stream (repeating)."""
+    def train_input(self) -> TaskInput:
+        """The training records and their parser."""
 
-    def eval_dataset(self, batch_size: int) -> Optional[tf.data.Dataset]:
-        """Held-out batches, in order, once; None when there is nothing to evaluate."""
+    def eval_input(self) -> Optional[TaskInput]:
+        """Held-out records and their parser; None when there is nothing to evaluate."""
         return None
+
+    def run_files(self) -> Dict[str, str]:
+        """Files that describe the run (e.g. albert_config.json): {name: text}."""
+        return {}
 
     @abc.abstractmethod
     def loss_normalizers(self, features) -> Dict[str, tf.Tensor]:
@@ -92,72 +100,28 @@ class TrainerConfig:
     jit_compile: bool = False
     mixed_precision: str = "none"
     show_progress: bool = True
+    random_seed: int = 12345
+    shuffle_buffer_size: int = 100
+    initial_loss_scale: float = 2.0 ** 15
+
+    def validate(self) -> None:
+        if self.mixed_precision not in MIXED_PRECISION:
+            raise InputError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}")
+        positive = {"train_batch_size": self.train_batch_size,
+                    "eval_batch_size": self.eval_batch_size,
+                    "save_checkpoints_steps": self.save_checkpoints_steps,
+                    "steps_per_loop": self.steps_per_loop,
+                    "max_eval_steps": self.max_eval_steps,
+                    "shuffle_buffer_size": self.shuffle_buffer_size}
+        for name, value in positive.items():
+            if value < 1:
+                raise InputError(f"--{name} must be at least 1, got {value}")
+        if self.num_train_steps < 0:
+            raise InputError(f"--num_train_steps must not be negative, got {self.num_train_steps}")
 
 
-class _RunFiles:
-    """train_log.jsonl, eval_results.{json,txt} and TensorBoard writers (chief only)."""
-
-    def __init__(self, output_dir: str, enabled: bool):
-        self.enabled = enabled
-        self.output_dir = output_dir
-        self.train_log = os.path.join(output_dir, "train_log.jsonl")
-        self.eval_json = os.path.join(output_dir, "eval_results.json")
-        self.eval_txt = os.path.join(output_dir, "eval_results.txt")
-        self.tensorboard = os.path.join(output_dir, "tensorboard")
-        if enabled:
-            self.train_writer = tf.summary.create_file_writer(os.path.join(self.tensorboard, "train"))
-            self.eval_writer = tf.summary.create_file_writer(os.path.join(self.tensorboard, "eval"))
-
-    def truncate_train_log(self, step: int) -> None:
-        """Drops log lines after `step` (a resumed run writes them again)."""
-        if not self.enabled or not tf.io.gfile.exists(self.train_log):
-            return
-        with tf.io.gfile.GFile(self.train_log) as handle:
-            kept = [line for line in handle if line.strip() and json.loads(line)["step"] <= step]
-        temporary = self.train_log + ".tmp"
-        with tf.io.gfile.GFile(temporary, "w") as handle:
-            handle.write("".join(kept))
-        tf.io.gfile.rename(temporary, self.train_log, overwrite=True)
-
-    def log_steps(self, records) -> None:
-        if not self.enabled:
-            return
-        with tf.io.gfile.GFile(self.train_log, "a") as handle:
-            for record in records:
-                handle.write(json.dumps(record, sort_keys=True) + "\n")
-        with self.train_writer.as_default():
-            for record in records:
-                for key, value in record.items():
-                    if key != "step":
-                        tf.summary.scalar(key, value, step=record["step"])
-        self.train_writer.flush()
-
-    def evaluations(self) -> dict:
-        if tf.io.gfile.exists(self.eval_json):
-            with tf.io.gfile.GFile(self.eval_json) as handle:
-                return json.load(handle)
-        return {"evaluations": [], "best": None}
-
-    def log_evaluation(self, step: int, metrics: dict, best: dict) -> None:
-        if not self.enabled:
-            return
-        results = self.evaluations()
-        results["evaluations"] = [e for e in results["evaluations"] if e["step"] != step]
-        results["evaluations"].append(dict(metrics, step=step))
-        results["evaluations"].sort(key=lambda e: e["step"])
-        results["best"] = best
-        temporary = self.eval_json + ".tmp"
-        with tf.io.gfile.GFile(temporary, "w") as handle:
-            json.dump(results, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        tf.io.gfile.rename(temporary, self.eval_json, overwrite=True)
-        with tf.io.gfile.GFile(self.eval_txt, "a") as handle:
-            for key, value in sorted(dict(metrics, global_step=step).items()):
-                handle.write(f"{key} = {value}\n")
-        with self.eval_writer.as_default():
-            for key, value in metrics.items():
-                tf.summary.scalar(key, value, step=step)
-        self.eval_writer.flush()
+class RunError(AlbertError, RuntimeError):
+    """A TensorFlow error stopped the run (bad record, id outside the vocabulary, memory)."""
 
 
 class Trainer:
@@ -173,14 +137,18 @@ class Trainer:
       learning_rate: `step -> learning rate`, for the logs.
 
     Example:
-        trainer = Trainer(task, create_strategy("auto"), TrainerConfig(...), make_optimizer)
-        trainer.train()
+        trainer = Trainer(task, create_strategy("auto"), TrainerConfig(...), make_optimizer,
+                          variable_names_for)
+        trainer.train(do_eval=True)
     """
 
     def __init__(self, task: Task, strategy, config: TrainerConfig, make_optimizer, variable_names,
                  learning_rate=None):
-        if config.mixed_precision not in MIXED_PRECISION:
-            raise InputError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}")
+        config.validate()
+        replicas = strategy.num_replicas_in_sync
+        if config.train_batch_size % replicas:
+            raise InputError(f"--train_batch_size={config.train_batch_size} is not a multiple of "
+                             f"the {replicas} replicas")
         self.task = task
         self.strategy = strategy
         self.config = config
@@ -188,12 +156,9 @@ class Trainer:
         self.variable_names = variable_names
         self.learning_rate = learning_rate or (lambda step: float("nan"))
         self.worker = worker_info(strategy)
-        if config.train_batch_size % strategy.num_replicas_in_sync:
-            raise InputError(f"train_batch_size {config.train_batch_size} is not a multiple of the "
-                             f"{strategy.num_replicas_in_sync} replicas")
         self.checkpoints = TrainingCheckpoints(config.output_dir, config.keep_checkpoint_max,
-                                               self.worker.index, self.worker.is_chief)
-        self.files = None
+                                               self.worker.is_chief)
+        self.directory = RunDirectory(config.output_dir, self.worker.is_chief)
         self.model = self.optimizer = None
 
     # -------------------------------------------------------------- set-up
@@ -204,20 +169,22 @@ class Trainer:
             model = self.task.build_model()
             optimizer = self.make_optimizer(self.variable_names(model))
             if self.config.mixed_precision == "mixed_float16":
-                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+                optimizer = AlbertLossScaleOptimizer(
+                    optimizer, initial_scale=self.config.initial_loss_scale)
             optimizer.build(model.trainable_variables)
         self.model, self.optimizer = model, optimizer
         return model, optimizer
 
-    def _replica_slice(self, batch):
-        """This replica's slice of the worker's batch."""
-        local = self.worker.local_replicas
-        if local == 1:
-            return batch
-        context = tf.distribute.get_replica_context()
-        index = context.replica_id_in_sync_group % local
-        size = self.config.train_batch_size // self.strategy.num_replicas_in_sync
-        return tf.nest.map_structure(lambda t: t[index * size:(index + 1) * size], batch)
+    def _start(self, model, optimizer, locks) -> Optional[int]:
+        """Every check, then the first writes: returns the step to resume from (or None)."""
+        run_files = self.task.run_files()
+        self.directory.check_run_files(run_files)
+        step = self.checkpoints.latest_step()
+        if step is not None:
+            self.checkpoints.check_restorable(step, model, optimizer)
+        self.directory.lock(*locks)
+        self.directory.write_run_files(run_files)
+        return step
 
     def _train_function(self, model, optimizer, iterator):
         task, strategy = self.task, self.strategy
@@ -234,9 +201,8 @@ class Trainer:
         if self.config.jit_compile:
             forward_backward = tf.function(forward_backward, jit_compile=True)
 
-        def replica_step(batch):
+        def replica_step(features):
             context = tf.distribute.get_replica_context()
-            features = self._replica_slice(batch)
             normalizers = {name: context.all_reduce(tf.distribute.ReduceOp.SUM, value)
                            for name, value in task.loss_normalizers(features).items()}
             losses, gradients = forward_backward(features, normalizers)
@@ -255,34 +221,35 @@ class Trainer:
 
         return train_steps
 
-    def _barrier(self):
-        """All workers reach this point before the chief publishes a checkpoint."""
-        if self.worker.count > 1:
-            self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                 self.strategy.run(lambda: tf.constant(1.0)), axis=None)
-
     # ------------------------------------------------------------ training
     def train(self, do_eval: bool = False) -> Optional[dict]:
         """Trains to `num_train_steps` (resuming if a checkpoint exists); returns the last eval."""
         config = self.config
         model, optimizer = self._build()
-        tf.io.gfile.makedirs(config.output_dir)
-        self.files = _RunFiles(config.output_dir, self.worker.is_chief)
-        worker_batch = config.train_batch_size // self.worker.count
-        iterator = iter(self.task.train_dataset(self.worker, worker_batch))
+        step = self._start(model, optimizer, ("train", "eval") if do_eval else ("train",))
+        try:
+            if step is not None:
+                self.checkpoints.restore(step, model, optimizer)
+                self.directory.truncate_train_log(step)
+                logger.info("Resumed from %s", self.checkpoints.prefix(step))
+            else:
+                step = 0
+                self.task.initialize(model)
+            last_eval = self._evaluate_pending(model, optimizer) if do_eval else None
+            if step >= config.num_train_steps:
+                logger.info("Already trained to step %d", step)
+                return last_eval
+            return self._train_from(step, model, optimizer, do_eval) or last_eval
+        finally:
+            self.directory.unlock()
 
-        step = self.checkpoints.latest_step()
-        if step is not None:
-            self.checkpoints.restore(step, model, optimizer, iterator)
-            self.files.truncate_train_log(step)
-            logger.info("Resumed from %s", self.checkpoints.prefix(step))
-        else:
-            step = 0
-            self.task.initialize(model)
-        if step >= config.num_train_steps:
-            logger.info("Already trained to step %d", step)
-            return None
-
+    def _train_from(self, step, model, optimizer, do_eval):
+        config = self.config
+        task_input = self.task.train_input()
+        dataset = distributed_training_dataset(
+            self.strategy, task_input, config.train_batch_size, config.random_seed, step,
+            config.shuffle_buffer_size)
+        iterator = iter(dataset)
         train_steps = self._train_function(model, optimizer, iterator)
         progress = self._progress(step)
         last_eval = None
@@ -290,11 +257,9 @@ class Trainer:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
             count = min(config.steps_per_loop, next_save - step, config.num_train_steps - step)
             start = time.time()
-            try:
-                losses = train_steps(tf.constant(count))
-            except tf.errors.DataLossError as error:
-                raise InputError(f"Corrupt input record: {error.message}") from None
-            losses = {name: value.numpy() for name, value in losses.items()}
+            with _run_errors(step, task_input):
+                losses = {name: value.numpy()
+                          for name, value in train_steps(tf.constant(count)).items()}
             seconds = time.time() - start
             records = []
             for offset in range(count):
@@ -304,26 +269,32 @@ class Trainer:
                                     examples_per_second=config.train_batch_size * count / seconds))
             bad = [r for r in records if not all(math.isfinite(r[k]) for k in losses)]
             if bad:
-                self.files.log_steps(records[:records.index(bad[0])])
+                self.directory.log_steps(records[:records.index(bad[0])])
                 raise TrainingDivergedError(
                     f"The loss became {bad[0]['loss']} at step {bad[0]['step']}; stopping. The last "
                     f"checkpoint ({self.checkpoints.latest_step() or 'none'}) is kept. Lower "
                     "--learning_rate, or check the input data")
-            self.files.log_steps(records)
+            self.directory.log_steps(records)
             step += count
             if progress is not None:
                 progress.update(count)
                 progress.set_postfix(loss=f"{records[-1]['loss']:.4f}",
                                      lr=f"{records[-1]['learning_rate']:.2e}", refresh=False)
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
-                self.checkpoints.save_input_state(step, iterator)
-                self._barrier()
+                global_step = int(optimizer.iterations.numpy())
+                if global_step != step:
+                    raise RuntimeError(f"global_step {global_step} != loop step {step}")
                 self.checkpoints.save(step, model, optimizer)
                 if do_eval and self.worker.is_chief:
                     last_eval = self.evaluate_and_track(step, model)
+                self.checkpoints.prune(self._unevaluated() if do_eval else ())
         if progress is not None:
             progress.close()
         return last_eval
+
+    def _unevaluated(self):
+        done = set(self.directory.evaluated_steps())
+        return [step for step in self.checkpoints.steps() if step not in done]
 
     def _progress(self, step):
         if not (self.config.show_progress and self.worker.is_chief):
@@ -335,7 +306,9 @@ class Trainer:
 
     # ---------------------------------------------------------- evaluation
     def evaluate(self, model) -> Optional[dict]:
-        dataset = self.task.eval_dataset(self.config.eval_batch_size)
+        task_input = self.task.eval_input()
+        dataset = evaluation_dataset(task_input, self.config.eval_batch_size,
+                                     self.config.max_eval_steps)
         if dataset is None:
             return None
         task = self.task
@@ -345,42 +318,93 @@ class Trainer:
             return task.metric_sums(model(batch, training=False), batch)
 
         totals: Dict[str, list] = {}
-        for batch in dataset.take(self.config.max_eval_steps):
-            for name, (total, count) in eval_step(batch).items():
-                entry = totals.setdefault(name, [0.0, 0.0])
-                entry[0] += float(total)
-                entry[1] += float(count)
+        with _run_errors(None, task_input):
+            for batch in dataset:
+                for name, (total, count) in eval_step(batch).items():
+                    entry = totals.setdefault(name, [0.0, 0.0])
+                    entry[0] += float(total)
+                    entry[1] += float(count)
         return {name: total / count if count else float("nan")
                 for name, (total, count) in totals.items()}
 
-    def evaluate_and_track(self, step: int, model) -> dict:
-        """Evaluates the model at `step`, records it, and updates model.ckpt-best."""
+    def evaluate_and_track(self, step: int, model) -> Optional[dict]:
+        """Evaluates the model at `step`, journals it, then updates model.ckpt-best."""
         metrics = self.evaluate(model)
         if metrics is None:
             return None
-        best = self.files.evaluations().get("best")
+        best = self.directory.best()
         value = metrics[self.task.best_metric]
-        if best is None or value > best[self.task.best_metric]:
+        improved = best is None or value > best[self.task.best_metric]
+        if improved:
             best = {"step": step, self.task.best_metric: value}
+        # Journal first: a kill before the copy is repaired on the next start.
+        self.directory.record_evaluation(step, metrics, best)
+        if improved:
             self.checkpoints.copy_to_best(step)
-        self.files.log_evaluation(step, metrics, best)
-        logger.info("Step %d: %s", step, ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items())))
+        logger.info("Step %d: %s", step,
+                    ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items())))
         return metrics
+
+    def _repair_best(self) -> None:
+        """Finishes a best-checkpoint copy that a kill interrupted."""
+        best = self.directory.best()
+        if best is None or best["step"] not in self.checkpoints.steps():
+            return
+        if not self.checkpoints.best_is_copy_of(best["step"]):
+            logger.info("Completing the copy of model.ckpt-%d to model.ckpt-best", best["step"])
+            self.checkpoints.copy_to_best(best["step"])
+
+    def _evaluate_pending(self, model, optimizer) -> Optional[dict]:
+        """Evaluates every listed checkpoint not in the journal, oldest first, then restores
+        the model to the latest checkpoint (or leaves it as it is if there is none)."""
+        if not self.worker.is_chief:
+            return None
+        self._repair_best()
+        pending = self._unevaluated()
+        last = None
+        for step in pending:
+            self.checkpoints.restore(step, model, optimizer)
+            last = self.evaluate_and_track(step, model)
+        if pending and pending[-1] != self.checkpoints.latest_step():
+            self.checkpoints.restore(self.checkpoints.latest_step(), model, optimizer)
+        return last
 
     def evaluate_checkpoints(self) -> Optional[dict]:
         """Evaluates every checkpoint in output_dir that has not been evaluated yet, once."""
         model, optimizer = self._build()
-        self.files = _RunFiles(self.config.output_dir, self.worker.is_chief)
-        done = {entry["step"] for entry in self.files.evaluations()["evaluations"]}
-        last = None
-        for step in self.checkpoints.steps():
-            if step in done:
-                continue
-            self.checkpoints.restore(step, model, optimizer)
-            last = self.evaluate_and_track(step, model)
-        if last is None and not self.checkpoints.steps():
+        if not self.checkpoints.steps():
             raise InputError(f"No checkpoint to evaluate in {self.config.output_dir}")
-        return last
+        self._start(model, optimizer, ("eval",))
+        try:
+            return self._evaluate_pending(model, optimizer)
+        finally:
+            self.directory.unlock()
+
+
+class _run_errors:
+    """Turns a TensorFlow error inside the run into one line naming its likely cause."""
+
+    def __init__(self, step: Optional[int], task_input: Optional[TaskInput]):
+        self.step = step
+        self.task_input = task_input
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, error, traceback):
+        if exc_type is None or not issubclass(exc_type, tf.errors.OpError):
+            return False
+        where = "evaluation" if self.step is None else f"training after step {self.step}"
+        message = (error.message or str(error)).strip().splitlines()[0]
+        if isinstance(error, tf.errors.DataLossError) and self.task_input is not None:
+            from albert.data.tfrecord import find_corruption
+
+            located = find_corruption(self.task_input.source.files)
+            raise RunError(f"{where} stopped: {located or message}") from None
+        if isinstance(error, tf.errors.InvalidArgumentError) and "indices" in message:
+            raise RunError(f"{where} stopped: a token id is outside the model's vocabulary "
+                           f"({message}); is the config's vocab_size the data's?") from None
+        raise RunError(f"{where} stopped: {type(error).__name__}: {message}") from None
 
 
 def variable_names_for(model) -> Dict[str, str]:
@@ -390,4 +414,5 @@ def variable_names_for(model) -> Dict[str, str]:
     return {variable.path: name for name, variable in model_variables(model).items()}
 
 
-__all__ = ["MIXED_PRECISION", "Task", "Trainer", "TrainerConfig", "variable_names_for"]
+__all__ = ["MIXED_PRECISION", "RunError", "Task", "Trainer", "TrainerConfig",
+           "variable_names_for"]

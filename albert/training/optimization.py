@@ -1,7 +1,8 @@
-"""ALBERT's learning-rate schedule, AdamW and LAMB, as Keras 3 optimizers (SPEC §6).
+"""ALBERT's learning-rate schedule, AdamW and LAMB, as Keras 3 optimizers.
 
 The update rules are the original's, which differ from Keras's and Model
-Garden's own AdamW / LAMB (SPEC §6.5):
+Garden's own AdamW / LAMB (bias correction, ε, where the weight decay and the
+trust ratio apply; see docs/fidelity.md):
 
 * no bias correction; `u = m / (sqrt(v) + ε)` with ε = 1e-6;
 * weight decay 0.01 added to the update (`u += wd · w`, pre-update `w`) for
@@ -29,7 +30,7 @@ DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
 @keras.saving.register_keras_serializable(package="albert")
 class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up, then polynomial decay to 0 computed from step 0 (SPEC §6.1).
+    """Linear warm-up, then polynomial decay to 0 computed from step 0.
 
     `decayed(step) = lr · (1 - min(step, T) / T) ** poly_power`; during
     warm-up (`step - start_warmup_step < W`) the rate is
@@ -212,3 +213,19 @@ def create_optimizer(name: str, learning_rate: float, num_train_steps: int, num_
     if name not in classes:
         raise ValueError(f"Unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
     return classes[name](learning_rate=schedule, variable_names=variable_names)
+
+
+@keras.saving.register_keras_serializable(package="albert")
+class AlbertLossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
+    """Dynamic loss scaling (mixed_float16) whose skipped steps still count.
+
+    When the scaled gradients overflow, Keras skips the update and leaves the
+    step counter where it was, so the learning-rate schedule, `global_step`
+    and the training loop's step (and checkpoint names) drift apart. The
+    original increments `global_step` on every step, whatever the update
+    does: here a skipped step advances the counter too, so the three agree.
+    """
+
+    def _stateful_handle_non_finite_grads(self):
+        super()._stateful_handle_non_finite_grads()
+        self.inner_optimizer.iterations.assign_add(1)

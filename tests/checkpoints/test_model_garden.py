@@ -11,7 +11,8 @@ from albert.errors import CheckpointMismatchError, ConfigError
 from albert.modeling import AlbertEncoder
 from conftest import encoder_inputs, random_inputs, tiny_config
 
-pytest.importorskip("official.nlp.modeling.networks")
+# tf-models-official is a dependency: a missing one fails here rather than skipping.
+import official.nlp.modeling.networks  # noqa: E402,F401
 
 
 @pytest.mark.parametrize("changes", [{}, {"embedding_size": 32}, {"num_hidden_layers": 5}])

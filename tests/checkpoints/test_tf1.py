@@ -13,7 +13,7 @@ from albert.modeling import AlbertEncoder, AlbertPretrainer
 from conftest import encoder_inputs, random_inputs, tiny_config
 
 BLOCK = "bert/encoder/transformer/group_0/inner_group_0"
-# SPEC §1.7, spelled out: the 32 variables of a released (G = 1, K = 1) checkpoint.
+# The original's variable inventory, spelled out: the 32 variables of a released (G = 1, K = 1) checkpoint.
 RELEASED_NAMES = [
     "bert/embeddings/word_embeddings", "bert/embeddings/token_type_embeddings",
     "bert/embeddings/position_embeddings", "bert/embeddings/LayerNorm/beta",

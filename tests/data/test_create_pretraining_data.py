@@ -141,7 +141,7 @@ def test_wordpiece_vocabulary_path(tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["empty", "not_utf8", "missing_model", "short_sequence",
-                                     "missing_input"])
+                                     "missing_input", "directory_output"])
 def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_corpus, problem):
     _, model = synthetic_corpus
     corpus = tmp_path / "corpus.txt"
@@ -151,7 +151,8 @@ def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_cor
     expected = {"empty": "No pretraining instances", "not_utf8": "corpus.txt:2: not valid UTF-8",
                 "missing_model": "Cannot read SentencePiece model",
                 "short_sequence": "max_seq_length=4 is too small",
-                "missing_input": "No input file matches"}[problem]
+                "missing_input": "No input file matches",
+                "directory_output": "is a directory; give a file name"}[problem]
     if problem == "empty":
         corpus.write_text("\n   \n\n")
     elif problem == "not_utf8":
@@ -160,6 +161,9 @@ def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_cor
         args["spm_model_file"] = str(tmp_path / "nope.model")
     elif problem == "short_sequence":
         args["max_seq_length"] = "4"
+    elif problem == "directory_output":
+        (tmp_path / "out").mkdir()
+        args["output_file"] = str(tmp_path / "out")
     else:
         args["input_file"] = str(tmp_path / "nothing*.txt")
     result = run_script("create_pretraining_data.py", *[f"--{k}={v}" for k, v in args.items()],
@@ -167,6 +171,8 @@ def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_cor
     assert_clean_failure(result, expected)
     leftovers = os.listdir(tmp_path / "out") if (tmp_path / "out").exists() else []
     assert leftovers == []
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["corpus.txt"] + (["out"] if (tmp_path / "out").exists() else []))
 
 
 def test_unsupported_permutation_flag_is_refused(synthetic_corpus, tmp_path):
@@ -180,3 +186,94 @@ def test_unsupported_permutation_flag_is_refused(synthetic_corpus, tmp_path):
 def test_config_validation():
     with pytest.raises(InputError, match="dupe_factor"):
         DataConfig(instance=InstanceConfig(), dupe_factor=0).validate()
+
+
+def test_a_sequence_length_too_short_for_two_segments_warns(tmp_path, synthetic_corpus):
+    corpus, model = synthetic_corpus
+    result = run_script("create_pretraining_data.py", f"--input_file={corpus}",
+                        f"--output_file={tmp_path / 'short.tfrecord'}", f"--spm_model_file={model}",
+                        "--max_seq_length=5", "--dupe_factor=1", "--noprogress")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "took segment B from a random document" in result.stderr
+    assert "max_seq_length=5 leaves room for 2 tokens" in result.stderr
+
+
+def test_outputs_are_written_with_the_usual_permissions(tmp_path, synthetic_corpus):
+    corpus, model = synthetic_corpus
+    create_pretraining_data(corpus, str(tmp_path / "out.tfrecord"), _config(model, dupe_factor=1),
+                            show_progress=False)
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("out.tfrecord", "out.tfrecord.summary.json"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
+
+
+def _runs_of_masked_words(record):
+    """Lengths of runs of consecutive masked positions (every token here is one word)."""
+    positions = sorted(record["masked_lm_positions"][record["masked_lm_weights"] > 0].tolist())
+    runs, previous = [], None
+    for position in positions:
+        if previous is not None and position == previous + 1:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        previous = position
+    return runs
+
+
+def _span_length_shares(records):
+    counts = [0, 0, 0, 0]
+    for record in records:
+        for run in _runs_of_masked_words(record):
+            counts[min(run, 4) - 1] += 1
+    return [count / sum(counts) for count in counts]
+
+
+def test_span_lengths_in_the_written_records_follow_one_over_n(tmp_path):
+    """p(n) = (1/n) / sum(1/k): 6/11, 3/11, 2/11, measured on the records themselves.
+
+    Every word is one vocabulary entry, sequences are long (1024) and the
+    budget (40) covers 4% of a sequence, so spans rarely collide or touch
+    and a run of masked positions is one span; with 40 masks per sequence,
+    the one span shrunk to fit the end of the budget shifts the shares by
+    less than a point (measured with the masking function alone:
+    0.546 / 0.272 / 0.174).
+    """
+    from albert.data.pretraining_inputs import DynamicMasking
+    from albert.data.masking import MaskingVocabulary
+
+    words = [f"w{i}" for i in range(900)]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+    rng = __import__("random").Random(11)
+    with open(tmp_path / "corpus.txt", "w") as handle:
+        for document in range(40):
+            if document:
+                handle.write("\n")
+            for _ in range(120):
+                handle.write(" ".join(rng.choice(words) for _ in range(20)) + "\n")
+    config = DataConfig(instance=InstanceConfig(max_seq_length=1024, short_seq_prob=0.0,
+                                                masking=MaskingConfig(max_predictions_per_seq=40)),
+                        vocab_file=str(vocab), dupe_factor=10)
+    create_pretraining_data(str(tmp_path / "corpus.txt"), str(tmp_path / "data.tfrecord"), config,
+                            show_progress=False)
+    records = read_records([str(tmp_path / "data.tfrecord")], 1024, 40)
+    assert len(records) >= 900
+    expected = [6 / 11, 3 / 11, 2 / 11]
+    shares = _span_length_shares(records)
+    assert shares[:3] == pytest.approx(expected, abs=0.015) and shares[3] < 0.02
+    # The flat or reversed distributions would be far off.
+    assert abs(shares[0] - 1 / 3) > 0.15 and abs(shares[2] - 6 / 11) > 0.3
+
+    # Dynamic masking (--masked_lm_budget) draws spans from the same distribution.
+    dynamic = DynamicMasking(MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=40),
+                             MaskingVocabulary(905, mask_id=4, cls_id=2, sep_id=3), seed=3)
+    remasked = []
+    for position, record in enumerate(records):
+        ids, positions, labels, weights = dynamic.remask(
+            position, *(record[k] for k in ("input_ids", "input_mask", "token_boundary",
+                                            "masked_lm_positions", "masked_lm_ids",
+                                            "masked_lm_weights")))
+        remasked.append({"masked_lm_positions": positions, "masked_lm_weights": weights})
+    dynamic_shares = _span_length_shares(remasked)
+    assert dynamic_shares[:3] == pytest.approx(expected, abs=0.015) and dynamic_shares[3] < 0.02

@@ -1,4 +1,4 @@
-"""ALBERT's AdamW / LAMB against a NumPy transcription of the original update rule (SPEC §6)."""
+"""ALBERT's AdamW / LAMB against a NumPy transcription of the original update rule."""
 
 import re
 

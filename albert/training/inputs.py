@@ -1,0 +1,95 @@
+"""The one input path of the training loop: a record stream, distributed by tf.distribute.
+
+Every strategy — one device, several GPUs, several workers, TPU — gets its
+batches from `strategy.distribute_datasets_from_function`, the path TPUs
+require: each input pipeline (one per worker) builds a dataset of static-shape
+per-replica batches on the host, and TensorFlow hands consecutive batches to
+the worker's replicas in turn.
+
+The global batch of step `s` is records `[s·B, (s+1)·B)` of the run's stream
+(`albert.data.streams`); global replica `g` (worker `w`, local replica `r`,
+`g = w·R + r`) gets the `g`-th slice of `B / (W·R)` records. Each worker
+reads the stream, keeps its `R` slices of every step and parses only those.
+So the union of a step's batches is the same for any topology, and so are the
+losses, which are normalised by global sums.
+
+Each example also gets a dropout seed derived from its stream position and
+the run's seed (`albert.modeling.dropout`), so its dropout masks do not
+depend on where it is computed either.
+"""
+
+import dataclasses
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from albert.data.streams import CYCLE_LENGTH, RecordSource, evaluation_records, training_records
+from albert.errors import InputError
+from albert.modeling.dropout import mix32
+from albert.modeling.encoder import DROPOUT_SEEDS
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInput:
+    """What a task reads: records, and how to turn a batch of them into features.
+
+    `parse(records, positions)` maps a batch of serialised records (string
+    `[n]`) and their stream positions (int64 `[n]`) to the model's features
+    (static shapes).
+    """
+
+    source: RecordSource
+    parse: Callable
+
+
+def example_seeds(positions, seed: int):
+    """Per-example int32 dropout seeds from int64 stream positions and the run's seed."""
+    low = tf.cast(tf.bitwise.bitwise_and(positions, 0x7FFFFFFF), tf.int32)
+    high = tf.cast(tf.bitwise.right_shift(positions, 31), tf.int32)
+    run = mix32(tf.constant(seed & 0x7FFFFFFF, tf.int32))
+    return mix32(tf.bitwise.bitwise_xor(mix32(tf.bitwise.bitwise_xor(low, run)), high))
+
+
+def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_size: int,
+                                 seed: int, start_step: int, shuffle_window: int = 100,
+                                 cycle_length: int = CYCLE_LENGTH):
+    """The distributed dataset of the run's global batches from step `start_step` on."""
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size < 1:
+        raise InputError(f"--train_batch_size must be at least 1, got {global_batch_size}")
+    if global_batch_size % replicas:
+        raise InputError(f"--train_batch_size={global_batch_size} is not a multiple of the "
+                         f"{replicas} replicas")
+
+    def dataset_fn(context: tf.distribute.InputContext):
+        workers, worker = context.num_input_pipelines, context.input_pipeline_id
+        per_replica = context.get_per_replica_batch_size(global_batch_size)
+        local_replicas = replicas // workers
+        stream = training_records(task_input.source, seed, start=start_step * global_batch_size,
+                                  cycle_length=cycle_length, shuffle_window=shuffle_window)
+        # A step's records are consecutive: worker w's share of a step is the
+        # w-th run of R · b records, which its R replicas receive in turn.
+        stream = stream.batch(local_replicas * per_replica, drop_remainder=True)
+        if workers > 1:
+            stream = stream.shard(workers, worker)
+        stream = stream.rebatch(per_replica, drop_remainder=True)
+
+        def features(positions, records):
+            parsed = dict(task_input.parse(records, positions))
+            parsed[DROPOUT_SEEDS] = example_seeds(positions, seed)
+            return parsed
+
+        stream = stream.map(features, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return stream.prefetch(tf.data.AUTOTUNE)
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def evaluation_dataset(task_input: Optional[TaskInput], batch_size: int, max_batches: int):
+    """The first `max_batches` batches of the held-out records, in order, the last one partial."""
+    if task_input is None:
+        return None
+    records = evaluation_records(task_input.source).enumerate().batch(batch_size)
+    records = records.map(lambda positions, batch: task_input.parse(batch, positions),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return records.take(max_batches).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,193 @@
+"""The files of a run directory besides checkpoints: logs, evaluation journal, locks.
+
+* `train_log.jsonl`: one JSON object per step; a resumed run drops the
+  lines after its checkpoint and writes them again.
+* `eval_results.json`: the evaluation journal — every evaluated checkpoint
+  and the best one. It is rewritten atomically *before* `model.ckpt-best` is
+  updated, and a run repairs `model.ckpt-best` from it on start, so a run
+  killed at any point evaluates every checkpoint exactly once and never
+  leaves a half-copied best checkpoint. `eval_results.txt` (the original's
+  `key = value` lines) is regenerated from the journal.
+* `tensorboard/{train,eval}`: summaries, created on first use.
+* run files (e.g. `albert_config.json`): written once all checks of a run
+  have passed; a later run into the same directory must bring identical
+  ones, or it is refused before anything is written.
+* locks: a training run holds `.train.lock`, an evaluating run
+  `.eval.lock` (advisory `flock` locks, released when the process ends, even
+  killed). A second run that needs a lock in use ends with one line. On
+  remote file systems (gs://) there is no locking; a warning says so.
+"""
+
+import json
+import logging
+import os
+import socket
+from typing import Dict, List, Optional
+
+from albert import io
+from albert.errors import InputError
+
+logger = logging.getLogger("albert")
+
+TRAIN_LOG = "train_log.jsonl"
+EVAL_JSON = "eval_results.json"
+EVAL_TXT = "eval_results.txt"
+TENSORBOARD = "tensorboard"
+
+
+class RunLock:
+    """An exclusive advisory lock on one activity ("train" or "eval") in a run directory."""
+
+    def __init__(self, output_dir: str, kind: str):
+        self.path = io.join(output_dir, f".{kind}.lock")
+        self.kind = kind
+        self._handle = None
+
+    def acquire(self) -> None:
+        if io.is_remote(self.path):
+            logger.warning("%s is on a remote file system: runs sharing it are not locked "
+                           "against each other", io.dirname(self.path))
+            return
+        import fcntl
+
+        io.makedirs(io.dirname(self.path))
+        handle = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            activity = "training" if self.kind == "train" else "evaluating"
+            raise InputError(
+                f"Another run is {activity} in {io.dirname(self.path)} ({holder}); wait for it "
+                "to end or use another --output_dir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing releases the flock
+            self._handle = None
+
+
+class RunDirectory:
+    """Logs, evaluation journal, run files and locks of one run (writes only on the chief)."""
+
+    def __init__(self, output_dir: str, is_chief: bool = True):
+        self.output_dir = output_dir
+        self.is_chief = is_chief
+        self._writers = {}
+        self._locks: List[RunLock] = []
+
+    def path(self, name: str) -> str:
+        return io.join(self.output_dir, name)
+
+    # ----------------------------------------------------------- run files
+    def check_run_files(self, files: Dict[str, str]) -> None:
+        """Refuses a directory holding other versions of `files` (before anything is written)."""
+        for name, text in files.items():
+            path = self.path(name)
+            if not io.exists(path):
+                continue
+            existing = io.read_text(path)
+            if _as_json(existing) != _as_json(text):
+                raise InputError(
+                    f"{self.output_dir} holds a run with another {name}; resume it with the same "
+                    "settings, or use a new --output_dir")
+
+    def write_run_files(self, files: Dict[str, str]) -> None:
+        if not self.is_chief:
+            return
+        for name, text in files.items():
+            if not io.exists(self.path(name)):
+                io.write_text_atomically(self.path(name), text)
+
+    # --------------------------------------------------------------- locks
+    def lock(self, *kinds: str) -> None:
+        if not self.is_chief:
+            return
+        for kind in kinds:
+            lock = RunLock(self.output_dir, kind)
+            lock.acquire()
+            self._locks.append(lock)
+
+    def unlock(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+
+    # ----------------------------------------------------------- train log
+    def truncate_train_log(self, step: int) -> None:
+        """Drops log lines after `step` (a resumed run writes them again)."""
+        path = self.path(TRAIN_LOG)
+        if not self.is_chief or not io.exists(path):
+            return
+        kept = [line for line in io.read_text(path).splitlines(True)
+                if line.strip() and json.loads(line)["step"] <= step]
+        io.write_text_atomically(path, "".join(kept))
+
+    def log_steps(self, records: List[dict]) -> None:
+        if not self.is_chief or not records:
+            return
+        with io.open_file(self.path(TRAIN_LOG), "a") as handle:
+            handle.write("".join(json.dumps(record, sort_keys=True) + "\n" for record in records))
+        self._scalars("train", records)
+
+    def _scalars(self, kind: str, records: List[dict]) -> None:
+        import tensorflow as tf
+
+        writer = self._writers.get(kind)
+        if writer is None:
+            writer = self._writers[kind] = tf.summary.create_file_writer(
+                io.join(self.output_dir, TENSORBOARD, kind))
+        with writer.as_default():
+            for record in records:
+                for key, value in record.items():
+                    if key != "step":
+                        tf.summary.scalar(key, value, step=record["step"])
+        writer.flush()
+
+    # ---------------------------------------------------------- evaluation
+    def evaluations(self) -> dict:
+        path = self.path(EVAL_JSON)
+        if io.exists(path):
+            return io.read_json(path)
+        return {"evaluations": [], "best": None}
+
+    def evaluated_steps(self) -> List[int]:
+        return [entry["step"] for entry in self.evaluations()["evaluations"]]
+
+    def best(self) -> Optional[dict]:
+        return self.evaluations().get("best")
+
+    def record_evaluation(self, step: int, metrics: dict, best: Optional[dict]) -> None:
+        """Adds an evaluation to the journal (atomically), then regenerates eval_results.txt."""
+        if not self.is_chief:
+            return
+        results = self.evaluations()
+        results["evaluations"] = [e for e in results["evaluations"] if e["step"] != step]
+        results["evaluations"].append(dict(metrics, step=step))
+        results["evaluations"].sort(key=lambda e: e["step"])
+        results["best"] = best
+        io.write_json_atomically(self.path(EVAL_JSON), results)
+        lines = []
+        for entry in results["evaluations"]:
+            values = {k: v for k, v in entry.items() if k != "step"}
+            lines += [f"{key} = {value}" for key, value in
+                      sorted(dict(values, global_step=entry["step"]).items())]
+        io.write_text_atomically(self.path(EVAL_TXT), "\n".join(lines) + "\n")
+        self._scalars("eval", [dict(metrics, step=step)])
+
+
+def _as_json(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

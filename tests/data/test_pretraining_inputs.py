@@ -1,0 +1,148 @@
+"""Pretraining features: parsing with the schema, dynamic masking, the data contract."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert.data.instances import InstanceConfig
+from albert.data.masking import MaskingConfig, MaskingVocabulary
+from albert.data.pretraining_data import DataConfig, create_pretraining_data
+from albert.data.pretraining_inputs import DynamicMasking, PretrainingParser
+from albert.data.schema import PretrainingSchema, load_data_contract
+from albert.errors import InputError
+from records import read_records
+
+SEQ, PREDICTIONS = 64, 10
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory, synthetic_corpus):
+    corpus, model = synthetic_corpus
+    directory = tmp_path_factory.mktemp("records")
+    config = DataConfig(instance=InstanceConfig(max_seq_length=SEQ, masking=MaskingConfig(
+        max_predictions_per_seq=PREDICTIONS)), spm_model_file=model, dupe_factor=2)
+    create_pretraining_data(corpus, str(directory / "data.tfrecord@3"), config, show_progress=False)
+    return sorted(str(p) for p in directory.glob("data.tfrecord-*"))
+
+
+def _parse(files, parser, count=400):
+    dataset = tf.data.TFRecordDataset(files).take(count).enumerate().batch(count)
+    positions, batch = next(iter(dataset))
+    return {k: v.numpy() for k, v in parser(batch, positions).items()}
+
+
+def test_the_summary_is_the_contract_of_the_files(records, synthetic_corpus):
+    from albert.tokenization import SentencePieceTokenizer
+
+    tokenizer = SentencePieceTokenizer(synthetic_corpus[1])
+    contract = load_data_contract(records)
+    assert (contract.max_seq_length, contract.max_predictions_per_seq) == (SEQ, PREDICTIONS)
+    assert contract.vocab_size == tokenizer.vocab_size == 1200
+    assert (contract.special_ids.cls, contract.special_ids.sep, contract.special_ids.mask) == (
+        tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
+    assert contract.has_token_boundary
+    assert contract.record_counts == [sum(1 for _ in tf.data.TFRecordDataset(f)) for f in records]
+    largest = max(int(r["input_ids"].max()) for r in read_records(records, SEQ, PREDICTIONS))
+    assert contract.max_token_id == largest
+
+
+def test_files_without_a_summary_are_described_from_their_records(tmp_path, records):
+    legacy = tmp_path / "legacy.tfrecord"
+    spec = PretrainingSchema(SEQ, PREDICTIONS).features(with_token_boundary=False)
+    with tf.io.TFRecordWriter(str(legacy)) as writer:
+        for record in tf.data.TFRecordDataset(records[0]).take(25):
+            example = tf.train.Example.FromString(record.numpy())
+            del example.features.feature["token_boundary"]
+            assert set(example.features.feature) == set(spec)
+            writer.write(example.SerializeToString())
+    contract = load_data_contract([str(legacy)])
+    assert contract.record_counts == [25]
+    assert not contract.has_token_boundary and contract.special_ids is None
+    # Records without token_boundary parse when masks are not redrawn.
+    features = _parse([str(legacy)], PretrainingParser(contract.schema), count=25)
+    assert features["input_word_ids"].shape == (25, SEQ) and "token_boundary" not in features
+
+
+def test_a_stale_or_mixed_contract_is_refused(tmp_path, records):
+    summary = json.loads(open(records[0].rsplit("-", 3)[0] + ".summary.json").read())
+    assert summary["max_seq_length"] == SEQ
+    stale = tmp_path / "data.summary.json"
+    copy = tmp_path / "data-00000-of-00001"
+    copy.write_bytes(open(records[0], "rb").read())
+    stale.write_text(json.dumps(dict(summary, max_seq_length=128,
+                                     record_counts={copy.name: 1})))
+    with pytest.raises(InputError, match="says max_seq_length = 128, but the records"):
+        load_data_contract([str(copy)])
+    corrupt = tmp_path / "corrupt.tfrecord"
+    corrupt.write_bytes(b"\x00\x01garbage" * 50)
+    with pytest.raises(InputError, match="corrupt"):
+        load_data_contract([str(corrupt)])
+
+
+def test_parsed_features_are_the_model_inputs(records):
+    features = _parse(records[:1], PretrainingParser(PretrainingSchema(SEQ, PREDICTIONS)))
+    assert set(features) == {"input_word_ids", "input_mask", "input_type_ids",
+                             "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                             "next_sentence_labels"}
+    assert features["input_word_ids"].dtype == np.int32
+    assert features["masked_lm_weights"].dtype == np.float32
+
+
+def test_dynamic_masks_follow_the_creation_algorithm_and_change_each_read(records):
+    contract = load_data_contract(records)
+    ids = contract.special_ids
+    masking = MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=PREDICTIONS)
+    vocabulary = MaskingVocabulary(contract.vocab_size, ids.mask, ids.cls, ids.sep)
+    dynamic = DynamicMasking(masking, vocabulary, seed=5)
+    stored = read_records(records[:1], SEQ, PREDICTIONS)
+    assert len(stored) >= 1000
+    counts = {"mask": 0, "kept": 0, "random": 0}
+    filled = 0
+    for row, record in enumerate(stored):
+        args = [record[k] for k in ("input_ids", "input_mask", "token_boundary",
+                                    "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")]
+        original = args[0].copy()
+        real = args[5] > 0
+        original[args[3][real]] = args[4][real]
+        first = dynamic.remask(row, *args)
+        second = dynamic.remask(row + 10**6, *args)   # the same record read again later
+        assert all(np.array_equal(a, b) for a, b in zip(first, dynamic.remask(row, *args)))
+        new_ids, positions, labels, weights = first
+        count = int(weights.sum())
+        length = int(args[1].sum())
+        budget = min(PREDICTIONS, max(1, round(length * 0.15)))
+        assert count <= budget
+        filled += count == budget
+        assert list(labels[:count]) == list(original[positions[:count]])
+        unmasked = np.ones(len(new_ids), bool)
+        unmasked[positions[:count]] = False
+        assert np.array_equal(new_ids[unmasked], original[unmasked])
+        assert not {ids.cls, ids.sep} & set(original[positions[:count]].tolist())
+        shown = new_ids[positions[:count]]
+        counts["mask"] += int(np.sum(shown == ids.mask))
+        counts["kept"] += int(np.sum((shown != ids.mask) & (shown == labels[:count])))
+        counts["random"] += int(np.sum((shown != ids.mask) & (shown != labels[:count])))
+        if row < 50:
+            assert not np.array_equal(first[1], second[1])  # fresh masks on every read
+    masked = sum(counts.values())
+    assert counts["mask"] / masked == pytest.approx(0.8, abs=0.03)
+    assert counts["kept"] / masked == pytest.approx(0.1, abs=0.03)
+    assert filled / len(stored) > 0.99
+
+
+def test_dynamic_masking_in_the_parser_is_seeded_by_stream_position(records):
+    contract = load_data_contract(records)
+    ids = contract.special_ids
+    vocabulary = MaskingVocabulary(contract.vocab_size, ids.mask, ids.cls, ids.sep)
+
+    def masks(seed, offset=0):
+        parser = PretrainingParser(contract.schema, DynamicMasking(
+            MaskingConfig(max_predictions_per_seq=PREDICTIONS), vocabulary, seed))
+        batch = next(iter(tf.data.TFRecordDataset(records[:1]).batch(16)))
+        return parser(batch, tf.range(offset, offset + 16, dtype=tf.int64))["masked_lm_positions"]
+
+    assert np.array_equal(masks(1), masks(1))
+    assert not np.array_equal(masks(1), masks(2))
+    assert not np.array_equal(masks(1), masks(1, offset=1000))

@@ -1,0 +1,61 @@
+"""The repository stands on its own: docs that match the code, a light install."""
+
+import importlib.metadata
+import os
+import re
+import subprocess
+
+from albert.checkpoints import format_names, formats
+from conftest import REPO
+
+
+def _tracked_files():
+    listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
+    if listed.returncode == 0 and listed.stdout.strip():
+        return [os.path.join(REPO, name) for name in listed.stdout.split()]
+    return [os.path.join(root, name) for root, _, names in os.walk(REPO)
+            if ".git" not in root for name in names]
+
+
+def test_no_file_cites_a_document_users_do_not_have():
+    citing = []
+    for path in _tracked_files():
+        if path.endswith((".py", ".md", ".json", ".txt", ".ini", ".cfg")) and os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if re.search(r"SPEC\s*§", handle.read()):
+                    citing.append(os.path.relpath(path, REPO))
+    assert citing == []
+
+
+def test_docs_exist_and_name_the_seams():
+    architecture = open(os.path.join(REPO, "docs", "architecture.md"), encoding="utf-8").read()
+    for seam in ("CheckpointFormat", "HeadTable", "TaskInput", "distribute_datasets_from_function",
+                 "registry._MODULES"):
+        assert seam in architecture, seam
+    fidelity = open(os.path.join(REPO, "docs", "fidelity.md"), encoding="utf-8").read()
+    for topic in ("partial last batch", "n-gram candidate list a second time", "num_hidden_groups",
+                  "--masked_lm_budget", "--digit_comma_rule"):
+        assert topic in fidelity, topic
+
+
+def test_the_readme_lists_exactly_the_registered_checkpoint_formats():
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    table = re.search(r"\| format \| reads \| writes \|\n\|[-| ]+\|\n((?:\|.*\n)+)", readme).group(1)
+    listed = [re.match(r"\| `([a-z_0-9]+)` \|", row).group(1) for row in table.splitlines()]
+    assert sorted(listed) == sorted(format_names()) == sorted(formats())
+    for name, fmt in formats().items():
+        assert fmt.name == name and fmt.output_files and fmt.description
+
+
+def test_the_demo_packages_are_an_extra_not_a_dependency():
+    requirements = importlib.metadata.requires("albert-tf2")
+    demo = [r for r in requirements if re.match(r"(gensim|mwparserfromhell|syntok)\b", r)]
+    assert len(demo) >= 6   # each listed for the demo and the test extras
+    assert all('extra == "demo"' in r or 'extra == "test"' in r for r in demo), demo
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    assert 'pip install -e ".[demo]" && python -m albert.demo' in readme
+
+
+def test_the_demo_output_is_ignored_by_git():
+    ignored = open(os.path.join(REPO, ".gitignore"), encoding="utf-8").read().split()
+    assert "albert_demo/" in ignored
