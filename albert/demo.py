@@ -25,6 +25,8 @@ import shlex
 import subprocess
 import sys
 
+from albert import io
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A small ALBERT: factorised embeddings (E < H), all layers sharing one block.
@@ -74,13 +76,10 @@ def main(argv=None) -> None:
                  f"--max_seq_length={args.max_seq_length}",
                  f"--max_predictions_per_seq={predictions}", *extra])
     config_file = os.path.join(out, "albert_config.json")
-    with open(config_file, "w", encoding="utf-8") as handle:
-        json.dump(dict(DEMO_CONFIG, vocab_size=args.vocab_size), handle, indent=2, sort_keys=True)
-        handle.write("\n")
+    io.write_json_atomically(config_file, dict(DEMO_CONFIG, vocab_size=args.vocab_size))
     run([python, "run_pretraining.py", f"--albert_config_file={config_file}",
          f"--input_file={data}/train.tfrecord", f"--eval_file={data}/heldout.tfrecord",
-         f"--output_dir={run_dir}", f"--max_seq_length={args.max_seq_length}",
-         f"--max_predictions_per_seq={predictions}",
+         f"--output_dir={run_dir}",
          f"--train_batch_size={args.train_batch_size}",
          f"--num_train_steps={args.num_train_steps}",
          f"--num_warmup_steps={args.num_train_steps // 10}", "--learning_rate=0.01",
@@ -88,10 +87,9 @@ def main(argv=None) -> None:
          "--max_eval_steps=100", "--steps_per_loop=50"])
     run([python, "-m", "albert.paper", "params"])
 
-    with open(os.path.join(run_dir, "eval_results.json"), encoding="utf-8") as handle:
-        results = json.load(handle)
-    with open(os.path.join(run_dir, "train_log.jsonl"), encoding="utf-8") as handle:
-        log = [json.loads(line) for line in handle]
+    results = io.read_json(os.path.join(run_dir, "eval_results.json"))
+    log = [json.loads(line) for line in io.read_text(os.path.join(run_dir, "train_log.jsonl"))
+           .splitlines()]
     first = sum(r["masked_lm_loss"] for r in log[:50]) / len(log[:50])
     last = sum(r["masked_lm_loss"] for r in log[-50:]) / len(log[-50:])
     final = results["evaluations"][-1]

@@ -6,7 +6,7 @@
 Counts come from the checkpoint name table's shapes, so nothing is allocated
 and the xxlarge and H = 6144 models are counted in milliseconds. `ours` counts
 the backbone including the pooler; `ours_without_pooler` excludes it. The
-paper is not consistent about the pooler (docs/paper.md): shared rows match when
+paper is not consistent about the pooler: shared rows match when
 it is counted, not-shared and BERT rows when it is not. `agrees` says which
 accounting rounds to the printed value, or "no" (with a note) for the rows
 where no accounting reproduces the paper.
@@ -31,7 +31,7 @@ SHAPES = {
     "xxlarge": (12, 4096, 16384, 64),
 }
 
-# Context for rows where the printed value is not reproducible (docs/paper.md).
+# Context for rows where the printed value is not reproducible.
 _EXTRA_NOTES = {
     ("Table 1", "ALBERT-xxlarge"): (
         "; the paper also prints 233M in its text and 225M for the same shape in Table 12; "

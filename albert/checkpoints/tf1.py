@@ -60,7 +60,9 @@ def open_reader(path: str):
 
     prefix = resolve_checkpoint_prefix(path)
     try:
-        return tf.train.load_checkpoint(prefix), prefix
+        # Not tf.train.load_checkpoint: it asks whether the prefix is a
+        # directory, which TensorFlow's ram:// file system answers wrongly.
+        return tf.compat.v1.train.NewCheckpointReader(prefix), prefix
     except (tf.errors.OpError, ValueError) as error:
         raise InputError(f"Cannot read checkpoint {prefix}: {error}") from None
 

@@ -16,13 +16,13 @@ manifest matches the installed sources and this builder is left as it is.
 No text is downloaded and none is committed to the repository.
 """
 
-import json
 import logging
 import os
 from typing import Iterable, List
 
 from albert.datasets import sources
 from albert.errors import InputError
+from albert import io
 from albert.io import atomic_output_dir
 
 logger = logging.getLogger("albert")
@@ -80,7 +80,7 @@ def line_documents(path: str) -> Iterable[List[str]]:
 
 def write_documents(documents: Iterable[List[str]], path: str) -> dict:
     counts = {"documents": 0, "sentences": 0, "characters": 0}
-    with open(path, "w", encoding="utf-8") as handle:
+    with io.open_file(path, "w") as handle:
         for sentences in documents:
             if counts["documents"]:
                 handle.write("\n")
@@ -101,12 +101,11 @@ def build_demo_corpus(output_dir: str, force: bool = False) -> dict:
     source_manifest = {name: {"package": f"gensim=={sources.GENSIM_VERSION}",
                               "file": os.path.basename(path), "sha256": sources.sha256(path)}
                        for name, path in inputs.items()}
-    manifest_path = os.path.join(output_dir, "manifest.json")
-    if not force and os.path.exists(manifest_path):
-        with open(manifest_path, encoding="utf-8") as handle:
-            cached = json.load(handle)
+    manifest_path = io.join(output_dir, "manifest.json")
+    if not force and io.exists(manifest_path):
+        cached = io.read_json(manifest_path)
         if (cached.get("builder_version") == BUILDER_VERSION and cached.get("sources") == source_manifest
-                and all(os.path.exists(os.path.join(output_dir, f)) for f in cached["files"])):
+                and all(io.exists(io.join(output_dir, f)) for f in cached["files"])):
             logger.info("Demo corpus in %s is up to date (cached)", output_dir)
             return cached
 
@@ -114,13 +113,11 @@ def build_demo_corpus(output_dir: str, force: bool = False) -> dict:
         logger.info("Extracting the Wikipedia sample (markup removal, sentence splitting)...")
         train_documents = list(wikipedia_documents(inputs["wikipedia_sample"]))
         train_documents += list(line_documents(inputs["lee"]))
-        train = write_documents(train_documents, os.path.join(scratch, "train.txt"))
+        train = write_documents(train_documents, io.join(scratch, "train.txt"))
         heldout = write_documents(line_documents(inputs["lee_background"]),
-                                  os.path.join(scratch, "heldout.txt"))
+                                  io.join(scratch, "heldout.txt"))
         manifest = {"builder_version": BUILDER_VERSION, "sources": source_manifest,
                     "files": {"train.txt": train, "heldout.txt": heldout}}
-        with open(os.path.join(scratch, "manifest.json"), "w", encoding="utf-8") as handle:
-            json.dump(manifest, handle, indent=2, sort_keys=True)
-            handle.write("\n")
+        io.write_json_atomically(io.join(scratch, "manifest.json"), manifest)
     logger.info("Wrote %s: train %s, heldout %s", output_dir, train, heldout)
     return manifest

@@ -1,12 +1,15 @@
 """Train a SentencePiece vocabulary with the official ALBERT recipe."""
 
+import hashlib
 import logging
 import os
 import shutil
+import tempfile
 from typing import Sequence
 
 import sentencepiece
 
+from albert import io
 from albert.errors import InputError
 
 logger = logging.getLogger("albert")
@@ -39,25 +42,37 @@ def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_siz
     options (e.g. `input_sentence_size` for a quick run). Training is
     deterministic for a fixed `seed` and input.
     """
-    missing = [path for path in input_files if not os.path.exists(path)]
+    missing = [path for path in input_files if not io.exists(path)]
     if missing:
         raise InputError(f"Input file(s) not found: {', '.join(missing)}")
     options = dict(OFFICIAL_RECIPE, vocab_size=vocab_size, num_threads=num_threads,
                    minloglevel=1, **overrides)
     sentencepiece.set_random_generator_seed(seed)
-    output_dir = os.path.dirname(os.path.abspath(model_prefix))
-    os.makedirs(output_dir, exist_ok=True)
-    # A fixed scratch name: the trainer records the prefix it wrote to inside
-    # the model, so a random name would make identical runs differ.
-    scratch = os.path.join(output_dir, f".{os.path.basename(model_prefix)}.spm-training")
+    # The trainer reads and writes local files only, and records the prefix
+    # it wrote to inside the model: the scratch name is fixed per output
+    # prefix so identical runs give identical models.
+    if io.is_remote(model_prefix):
+        digest = hashlib.sha1(model_prefix.encode("utf-8")).hexdigest()[:12]
+        scratch = os.path.join(tempfile.gettempdir(), f"albert-spm-training-{digest}")
+    else:
+        scratch = os.path.join(os.path.dirname(os.path.abspath(model_prefix)),
+                               f".{os.path.basename(model_prefix)}.spm-training")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     scratch_prefix = os.path.join(scratch, os.path.basename(model_prefix))
     try:
+        local_inputs = []
+        for index, path in enumerate(input_files):
+            if io.is_remote(path):
+                local_inputs.append(os.path.join(scratch, f"input-{index}.txt"))
+                io.copy(path, local_inputs[-1])
+            else:
+                local_inputs.append(path)
         sentencepiece.SentencePieceTrainer.train(
-            input=",".join(input_files), model_prefix=scratch_prefix, **options)
+            input=",".join(local_inputs), model_prefix=scratch_prefix, **options)
         for suffix in (".model", ".vocab"):
-            os.replace(scratch_prefix + suffix, model_prefix + suffix)
+            with open(scratch_prefix + suffix, "rb") as handle:
+                io.write_bytes_atomically(model_prefix + suffix, handle.read())
     except RuntimeError as error:
         raise InputError(f"SentencePiece training failed: {str(error).strip()}") from None
     finally:
