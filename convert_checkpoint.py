@@ -6,9 +6,14 @@ r"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden 
 
 Outputs (in --output_dir, written atomically):
   tf1           model.ckpt-best.{index,data-00000-of-00001} (original names) + albert_config.json
-  hf            config.json + model.safetensors (AlbertForPreTraining, or AlbertModel without heads)
-  keras         model.keras (AlbertPretrainer, or AlbertEncoder without heads) + albert_config.json
+  hf            config.json + model.safetensors (AlbertModel, or the class of the head:
+                AlbertForPreTraining, AlbertForSequenceClassification, ...)
+  keras         model.keras (AlbertEncoder, AlbertPretrainer or AlbertClassifier) + albert_config.json
   model_garden  encoder.ckpt.* = tf.train.Checkpoint(encoder=AlbertEncoder) + albert_config.json
+
+Heads travel with the encoder: the pretraining heads, and the fine-tuning
+heads of the original (a GLUE classifier's output_weights / output_bias
+becomes Hugging Face's classifier.weight / classifier.bias and back).
 
 A checkpoint that does not fit the config is an error listing every missing,
 unexpected and mis-shaped variable; nothing is converted partially. Paths may
@@ -18,7 +23,11 @@ be on any file system TensorFlow knows (gs://, ...).
 from absl import flags, logging
 
 from albert import cli
-from albert.checkpoints import format_names, formats, has_heads, read_checkpoint, write_checkpoint
+from albert.checkpoints import (check_weights, find_head, format_names, formats, read_weights,
+                                write_checkpoint)
+from albert.checkpoints.weights import as_float32
+from albert.errors import ConfigError
+from albert.checkpoints.naming import HEADS
 
 _FORMAT_HELP = "; ".join(f"{fmt.name}: {fmt.description}" for fmt in formats().values())
 
@@ -33,6 +42,10 @@ flags.DEFINE_enum("input_format", "tf1", ["auto", *format_names()],
 flags.DEFINE_enum("output_format", "hf", format_names(), "Format to write.")
 flags.DEFINE_string("output_dir", None, "Directory for the converted files.")
 flags.DEFINE_bool("overwrite", False, "Replace files of the same name in --output_dir.")
+flags.DEFINE_enum("head", "auto", ["auto", "none", *HEADS],
+                  "Head to carry: auto (the one the checkpoint holds; a classifier's "
+                  "output_weights count as the GLUE classifier), none (encoder only), or a name "
+                  "(multiple_choice: RACE's head, the same variables as the classifier's).")
 cli.define_config_flags()
 flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
@@ -42,11 +55,20 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     config = cli.load_albert_config(FLAGS.albert_config_file) if FLAGS.albert_config_file else None
-    weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config)
-    logging.info("Read %d variables (%s heads) from %s", len(weights),
-                 "with" if has_heads(weights) else "without", FLAGS.init_checkpoint)
+    stored, carried, source = read_weights(FLAGS.init_checkpoint, FLAGS.input_format, config)
+    config = config or carried
+    if config is None:
+        raise ConfigError(f"Reading {FLAGS.init_checkpoint} needs --albert_config_file")
+    if FLAGS.head == "auto":
+        head, _ = find_head(stored)
+    else:
+        head = None if FLAGS.head == "none" else FLAGS.head
+    weights = as_float32(check_weights(stored, config, source,
+                                       heads="ignore" if head is None else "required", head=head))
+    logging.info("Read %d variables (head: %s) from %s", len(weights), head or "none",
+                 FLAGS.init_checkpoint)
     written = write_checkpoint(weights, config, FLAGS.output_dir, FLAGS.output_format,
-                               overwrite=FLAGS.overwrite)
+                               overwrite=FLAGS.overwrite, head=head)
     for path in written:
         print(path)
 

@@ -20,7 +20,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["albert", "albert.*"]),
-    py_modules=["convert_checkpoint", "create_pretraining_data"],
+    py_modules=["convert_checkpoint", "create_pretraining_data", "run_classifier",
+                "run_pretraining"],
     install_requires=[
         "tensorflow==2.20.*",
         "keras>=3.10,<4",
@@ -41,6 +42,8 @@ setup(
         "demo": DEMO_REQUIREMENTS,
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
-        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", *DEMO_REQUIREMENTS],
+        # scipy and scikit-learn: independent references for the GLUE metrics.
+        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", "scipy>=1.10",
+                 "scikit-learn>=1.3", *DEMO_REQUIREMENTS],
     },
 )

@@ -17,11 +17,12 @@ from albert.errors import AlbertError, CheckpointMismatchError, ConfigError, Inp
 # use only pure-Python modules and must not pay for loading Keras and
 # TensorFlow (seconds and hundreds of MB per process).
 if os.environ.get("ALBERT_LIGHTWEIGHT_IMPORT") != "1":
-    from albert.modeling import AlbertEncoder, AlbertPretrainer  # noqa: E402,F401
+    from albert.modeling import AlbertClassifier, AlbertEncoder, AlbertPretrainer  # noqa: E402,F401
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlbertClassifier",
     "AlbertConfig",
     "AlbertEncoder",
     "AlbertError",

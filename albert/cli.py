@@ -5,9 +5,10 @@ input) or an `OSError` (missing file, no permission) prints `ERROR: <message>`
 to stderr and exits with status 1, without a stack trace. Anything else is a
 bug and keeps its traceback.
 
-It also keeps TensorFlow's start-up noise out of the scripts' output: the
-CUDA probe's "failed call to cuInit" error line on machines without a GPU
-driver, and checkpoint-sharding timing lines.
+It also keeps TensorFlow's noise out of the scripts' output: the CUDA
+probe's "failed call to cuInit" error line on machines without a GPU
+driver, and the INFO lines of TensorFlow's internals (checkpoint-sharding
+timings, SavedModel notes).
 """
 
 import contextlib
@@ -30,17 +31,18 @@ _DEVICE_PROBE_NOISE = re.compile(
     r"TF-TRT Warning|oneDNN custom operations are on|cpu_feature_guard|"
     r"rebuild TensorFlow with the appropriate compiler flags|"
     r"All log messages before absl::InitializeLog)")
-# absl INFO lines TensorFlow logs on every checkpoint write.
-_ABSL_NOISE = re.compile(r"^Sharding callback duration")
+class _DropTensorFlowInfo(logging.Filter):
+    """Drops the INFO lines TensorFlow's own modules log through absl.
 
-
-class _DropMessages(logging.Filter):
-    def __init__(self, pattern):
-        super().__init__()
-        self.pattern = pattern
+    Checkpoint-sharding timings on every checkpoint write, SavedModel
+    signature and fingerprint notes: progress of TensorFlow's internals, not
+    of the run. Its warnings and errors pass.
+    """
 
     def filter(self, record):
-        return not self.pattern.search(str(record.msg))
+        internal = f"{os.sep}tensorflow{os.sep}" in record.pathname or \
+            f"{os.sep}keras{os.sep}" in record.pathname
+        return record.levelno >= logging.WARNING or not internal
 
 
 @contextlib.contextmanager
@@ -105,7 +107,7 @@ def run(main):
     def guarded_main(argv):
         logging.getLogger("albert").setLevel(logging.INFO)
         logging.getLogger("tensorflow").setLevel(logging.WARNING)
-        logging.getLogger("absl").addFilter(_DropMessages(_ABSL_NOISE))
+        logging.getLogger("absl").addFilter(_DropTensorFlowInfo())
         try:
             if "tensorflow" in sys.modules:
                 probe_tensorflow_devices()

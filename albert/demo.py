@@ -12,7 +12,13 @@ Runs the project's own command-line tools, printing each command:
    evaluation (sentence-order pairs only, so chance is 0.5);
 4. `run_pretraining.py`: a few minutes of MLM + SOP pretraining of a small
    ALBERT with LAMB, evaluated on the held-out data at every checkpoint;
-5. `python -m albert.paper params`: the paper's parameter tables.
+5. `python -m albert.datasets glue-demo`: real labelled text in the GLUE
+   formats (Pang & Lee's movie-review polarity as SST-2, Lee et al.'s
+   document-similarity ratings as STS-B);
+6. `run_classifier.py`: fine-tunes the pretrained model on both, evaluating
+   every checkpoint on dev and predicting the test set; the dev metrics are
+   printed beside a majority-class / mean-prediction baseline;
+7. `python -m albert.paper params`: the paper's parameter tables.
 
 Everything is cached under --output_dir; re-running resumes. Nothing is
 downloaded.
@@ -54,6 +60,7 @@ def main(argv=None) -> None:
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--num_train_steps", type=int, default=1500)
     parser.add_argument("--train_batch_size", type=int, default=64)
+    parser.add_argument("--finetuning_steps", type=int, default=300)
     args = parser.parse_args(argv)
 
     out = os.path.abspath(args.output_dir)
@@ -85,6 +92,20 @@ def main(argv=None) -> None:
          f"--num_warmup_steps={args.num_train_steps // 10}", "--learning_rate=0.01",
          f"--save_checkpoints_steps={max(args.num_train_steps // 5, 1)}", "--do_eval",
          "--max_eval_steps=100", "--steps_per_loop=50"])
+    glue_dir = os.path.join(out, "glue")
+    run([python, "-m", "albert.datasets", "glue-demo", f"--output_dir={glue_dir}"])
+    fine_tuned = {}
+    for task, learning_rate in (("SST-2", "1e-4"), ("STS-B", "1e-4")):
+        fine_tuned[task] = os.path.join(out, f"finetuning-{task}")
+        run([python, "run_classifier.py", f"--task_name={task}", f"--data_dir={glue_dir}",
+             f"--albert_config_file={config_file}",
+             f"--init_checkpoint={run_dir}/model.ckpt-best",
+             f"--spm_model_file={spm_prefix}.model", f"--output_dir={fine_tuned[task]}",
+             f"--max_seq_length={args.max_seq_length}", "--do_train", "--do_eval", "--do_predict",
+             "--train_batch_size=16", "--eval_batch_size=64", f"--learning_rate={learning_rate}",
+             f"--train_step={args.finetuning_steps}",
+             f"--warmup_step={args.finetuning_steps // 10}",
+             f"--save_checkpoints_steps={max(args.finetuning_steps // 6, 1)}"])
     run([python, "-m", "albert.paper", "params"])
 
     results = io.read_json(os.path.join(run_dir, "eval_results.json"))
@@ -99,6 +120,35 @@ def main(argv=None) -> None:
           f"sentence_order_accuracy {final['sentence_order_accuracy']:.4f} (chance 0.5)")
     print(f"  checkpoints: {run_dir} (model.ckpt-best by masked_lm_accuracy)")
     print(f"  TensorBoard: tensorboard --logdir={os.path.join(run_dir, 'tensorboard')}")
+    print_finetuning(glue_dir, fine_tuned)
+
+
+def _dev_labels(glue_dir: str, task: str) -> list:
+    with open(os.path.join(glue_dir, task, "dev.tsv"), encoding="utf-8") as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle][1:]
+    return [row[-1] for row in rows]
+
+
+def print_finetuning(glue_dir: str, fine_tuned: dict) -> None:
+    """Best dev metrics of the fine-tuned models beside what a constant guess scores."""
+    sst = io.read_json(os.path.join(fine_tuned["SST-2"], "eval_results.json"))["best"]
+    labels = _dev_labels(glue_dir, "SST-2")
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    print(f"  SST-2 format (movie-review polarity, {len(labels)} dev sentences): best dev "
+          f"accuracy {sst['eval_accuracy']:.3f} at step {sst['step']}; majority class "
+          f"{majority:.3f}")
+    stsb_results = io.read_json(os.path.join(fine_tuned["STS-B"], "eval_results.json"))
+    best = stsb_results["best"]
+    scores = [float(label) for label in _dev_labels(glue_dir, "STS-B")]
+    with open(os.path.join(glue_dir, "STS-B", "train.tsv"), encoding="utf-8") as handle:
+        train = [float(row.split("\t")[-1]) for row in handle.read().splitlines()[1:]]
+    mean = sum(train) / len(train)
+    baseline_mse = sum((score - mean) ** 2 for score in scores) / len(scores)
+    at_best = next(e for e in stsb_results["evaluations"] if e["step"] == best["step"])
+    print(f"  STS-B format (document-pair similarity, {len(scores)} dev pairs): best dev Pearson "
+          f"{best['pearson']:.3f} (Spearman {at_best['spearman']:.3f}, MSE {at_best['MSE']:.3f}) "
+          f"at step {best['step']}; predicting the train mean: Pearson undefined (0), MSE "
+          f"{baseline_mse:.3f}")
 
 
 if __name__ == "__main__":

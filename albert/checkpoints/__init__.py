@@ -13,8 +13,10 @@ from typing import List, Optional, Tuple
 from albert import io
 from albert.checkpoints.registry import (check_can_represent, detect_format, format_names,
                                          formats, get_format)
+from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.checkpoints.weights import (Weights, as_float32, assign_model_weights,
-                                        check_weights, has_heads, model_variables, model_weights)
+                                        check_weights, find_head, has_heads, model_variables,
+                                        model_weights)
 from albert.config import AlbertConfig
 from albert.errors import ConfigError, InputError
 
@@ -34,18 +36,22 @@ def read_weights(path: str, input_format: str = "auto",
 
 
 def read_checkpoint(path: str, input_format: str, config: Optional[AlbertConfig] = None,
-                    heads: str = "optional") -> Tuple[Weights, AlbertConfig]:
+                    heads: str = "optional", head: Optional[str] = PRETRAINING_HEAD,
+                    head_dims: Optional[dict] = None) -> Tuple[Weights, AlbertConfig]:
     """Reads a checkpoint of any format into canonical weights that fit `config`.
 
     `config` may be omitted for `hf` and `keras` inputs, which carry their own.
-    `input_format="auto"` detects the format. Raises CheckpointMismatchError
-    if the weights do not fit.
+    `input_format="auto"` detects the format. `heads` says whether `head`
+    (a key of `naming.HEADS`; sizes `head_dims`, read from the checkpoint when
+    omitted) must be there ("required"), may be ("optional") or is set aside
+    ("ignore"). Raises CheckpointMismatchError if the weights do not fit.
     """
     weights, carried, source = read_weights(path, input_format, config)
     config = config or carried
     if config is None:
         raise ConfigError(f"Reading {path} needs --albert_config_file")
-    return as_float32(check_weights(weights, config, source, heads=heads)), config
+    return as_float32(check_weights(weights, config, source, heads=heads, head=head,
+                                    head_dims=head_dims)), config
 
 
 def output_files(output_format: str) -> List[str]:
@@ -55,22 +61,26 @@ def output_files(output_format: str) -> List[str]:
 
 
 def write_checkpoint(weights: Weights, config: AlbertConfig, output_dir: str,
-                     output_format: str, overwrite: bool = False) -> List[str]:
+                     output_format: str, overwrite: bool = False,
+                     head: Optional[str] = None) -> List[str]:
     """Writes canonical weights in `output_format` into `output_dir`, atomically.
 
+    The head written is `head`, or the one the weights hold (`find_head`).
     Returns the paths written. Nothing is left behind if writing fails, and
     existing files are never replaced unless `overwrite`.
     """
     fmt = get_format(output_format)
     check_can_represent(fmt, config)
-    weights = check_weights(weights, config, "weights to write")
+    head, head_dims = find_head(weights, prefer=head)
+    weights = check_weights(weights, config, "weights to write", heads="required" if head else
+                            "ignore", head=head, head_dims=head_dims)
     existing = [name for name in output_files(output_format)
                 if io.exists(io.join(output_dir, name))]
     if existing and not overwrite:
         raise InputError(f"{output_dir} already holds {', '.join(existing)}; remove them or "
                          "choose another output directory")
     with io.atomic_output_dir(output_dir, overwrite=overwrite) as scratch:
-        fmt.write(weights, config, scratch)
+        fmt.write(weights, config, scratch, head)
         if fmt.writes_albert_config:
             config.to_json_file(io.join(scratch, ALBERT_CONFIG_FILE))
         written = io.listdir(scratch)
@@ -81,9 +91,10 @@ def load_into_model(model, path: str, input_format: str = "auto") -> None:
     """Initialises one of our models from a checkpoint of any format, all or nothing."""
     from albert.checkpoints.weights import model_parts
 
-    encoder, pretrainer = model_parts(model)
+    encoder, _, head, dims = model_parts(model)
     weights, _ = read_checkpoint(path, input_format, encoder.albert_config,
-                                 heads="required" if pretrainer is not None else "ignore")
+                                 heads="required" if head is not None else "ignore",
+                                 head=head, head_dims=dims)
     assign_model_weights(model, weights, source=path)
 
 
@@ -93,6 +104,7 @@ __all__ = [
     "assign_model_weights",
     "check_weights",
     "detect_format",
+    "find_head",
     "format_names",
     "formats",
     "has_heads",

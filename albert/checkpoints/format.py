@@ -19,7 +19,8 @@ class CheckpointFormat:
       read: `(path, config or None) -> (weights, config or None, source)`:
         canonical weights (original names; not yet checked against a config),
         the config the checkpoint carries (if any) and the resolved path.
-      write: `(weights, config, output_dir) -> None`; weights are checked.
+      write: `(weights, config, output_dir, head) -> None`; weights are checked and
+        hold the backbone and the head `head` (a key of `naming.HEADS`, or None).
       can_represent: `config -> None`, raises ConfigError if the format
         cannot hold this model.
     """
@@ -30,5 +31,5 @@ class CheckpointFormat:
     writes_albert_config: bool
     detect: Callable[[str], bool]
     read: Callable[[str, Optional[AlbertConfig]], tuple]
-    write: Callable[[dict, AlbertConfig, str], None]
+    write: Callable[[dict, AlbertConfig, str, Optional[str]], None]
     can_represent: Callable[[AlbertConfig], None] = lambda config: None

@@ -19,9 +19,10 @@ import numpy as np
 import safetensors.numpy
 
 from albert import io
-from albert.checkpoints.naming import hf_projection_rows, weight_names
+from albert.checkpoints.naming import (HEADS, backbone_names, head_names, hf_head_rows,
+                                      hf_projection_rows)
 from albert.checkpoints.format import CheckpointFormat
-from albert.checkpoints.weights import Weights, has_heads
+from albert.checkpoints.weights import Weights, find_head
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError, ConfigError, InputError
 from albert.modeling.sharing import layer_groups, used_groups
@@ -54,9 +55,21 @@ def check_hf_can_represent(config: AlbertConfig) -> None:
             "the exported model would compute something else")
 
 
-def hf_config_dict(config: AlbertConfig, with_heads: bool) -> dict:
-    return {
-        "architectures": ["AlbertForPreTraining" if with_heads else "AlbertModel"],
+def hf_architecture(head: Optional[str]) -> str:
+    """The `transformers` class that holds the encoder and `head`."""
+    if head is None:
+        return "AlbertModel"
+    architecture = HEADS[head].hf_architecture
+    if architecture is None:
+        raise ConfigError(f"Hugging Face has no model with the {head} head")
+    return architecture
+
+
+def hf_config_dict(config: AlbertConfig, with_heads, num_labels: Optional[int] = None) -> dict:
+    """HF `config.json` values; `with_heads`: a head name, True (pretraining) or False/None."""
+    head = "pretraining" if with_heads is True else (with_heads or None)
+    values = {
+        "architectures": [hf_architecture(head)],
         "model_type": "albert",
         "vocab_size": config.vocab_size,
         "embedding_size": config.embedding_size,
@@ -80,6 +93,11 @@ def hf_config_dict(config: AlbertConfig, with_heads: bool) -> dict:
         "eos_token_id": 3,
         "tie_word_embeddings": True,
     }
+    if num_labels is not None:
+        values["num_labels"] = num_labels
+        if head == "classifier" and num_labels == 1:
+            values["problem_type"] = "regression"   # STS-B: mean squared error, as the original
+    return values
 
 
 def albert_config_from_hf(values: dict, source: str) -> AlbertConfig:
@@ -103,11 +121,14 @@ def albert_config_from_hf(values: dict, source: str) -> AlbertConfig:
     return AlbertConfig(hidden_act=_HF_ACTIVATIONS[activation], **fields)
 
 
-def write_hf(weights: Weights, config: AlbertConfig, output_dir: str) -> None:
+def write_hf(weights: Weights, config: AlbertConfig, output_dir: str,
+             head: Optional[str] = None) -> None:
     check_hf_can_represent(config)
-    with_heads = has_heads(weights)
+    architecture = hf_architecture(head)
+    _, dims = find_head(weights, prefer=head) if head else (None, {})
+    rows = backbone_names(config) + (head_names(config, head, **dims) if head else [])
     tensors = {}
-    for row in weight_names(config, include_heads=with_heads):
+    for row in rows:
         value = weights[row.original]
         tensors[row.hf] = np.ascontiguousarray(value.T if row.hf_transpose else value)
     if config.embedding_size == config.hidden_size:
@@ -116,7 +137,9 @@ def write_hf(weights: Weights, config: AlbertConfig, output_dir: str) -> None:
         tensors[bias_row.hf] = np.zeros(config.hidden_size, dtype=np.float32)
     io.write_bytes_atomically(io.join(output_dir, HF_WEIGHTS),
                               safetensors.numpy.save(tensors, metadata={"format": "pt"}))
-    io.write_json_atomically(io.join(output_dir, HF_CONFIG), hf_config_dict(config, with_heads))
+    values = hf_config_dict(config, head, num_labels=dims.get("C"))
+    values["architectures"] = [architecture]
+    io.write_json_atomically(io.join(output_dir, HF_CONFIG), values)
 
 
 def _hf_directory_files(path: str) -> Tuple[str, str]:
@@ -152,9 +175,10 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
         state = safetensors.numpy.load(io.read_bytes(weights_file))
     except Exception as error:  # safetensors raises its own error types
         raise InputError(f"Cannot read {weights_file}: {error}") from None
+    head_prefixes = tuple({row.hf.split(".")[0] + "." for row in hf_head_rows(config)})
     if not any(key.startswith(_BASE_PREFIX) for key in state):
-        state = {(key if key.startswith(("predictions.", "sop_classifier.")) else _BASE_PREFIX + key):
-                 value for key, value in state.items()}
+        state = {(key if key.startswith(head_prefixes) else _BASE_PREFIX + key): value
+                 for key, value in state.items()}
     for key in _TIED_KEYS:
         state.pop(key, None)
 
@@ -168,7 +192,7 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
                 "not the identity; the original ALBERT (and this model) has no such projection "
                 "when E == H")
 
-    by_hf = {row.hf: row for row in weight_names(config, include_heads=True)}
+    by_hf = {row.hf: row for row in backbone_names(config) + hf_head_rows(config)}
     weights = {}
     for key, value in state.items():
         row = by_hf.get(key)
@@ -182,7 +206,8 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
 FORMAT = CheckpointFormat(
     name="hf",
     description=("Hugging Face transformers: config.json + model.safetensors "
-                 "(AlbertForPreTraining, or AlbertModel without heads)"),
+                 "(AlbertModel, AlbertForPreTraining, AlbertForSequenceClassification, "
+                 "AlbertForMultipleChoice or AlbertForQuestionAnswering, by the head)"),
     output_files=(HF_CONFIG, HF_WEIGHTS),
     writes_albert_config=False,
     detect=detect_hf,

@@ -6,27 +6,36 @@ import keras
 
 from albert import io
 from albert.checkpoints.format import CheckpointFormat
-from albert.checkpoints.weights import Weights, assign_model_weights, has_heads, model_weights
+from albert.checkpoints.weights import Weights, assign_model_weights, find_head, model_weights
 from albert.config import AlbertConfig
 from albert.errors import InputError
 
 KERAS_FILE = "model.keras"
 
 
-def build_model(config: AlbertConfig, with_heads: bool):
-    from albert.modeling import AlbertEncoder, AlbertPretrainer
+def build_model(config: AlbertConfig, head=None, head_dims=None):
+    """Our Keras model for `config` with the head `head` (a key of naming.HEADS, or None)."""
+    from albert.errors import ConfigError
+    from albert.modeling import AlbertClassifier, AlbertEncoder, AlbertPretrainer
 
-    return AlbertPretrainer(config) if with_heads else AlbertEncoder(config)
+    if head is None:
+        return AlbertEncoder(config)
+    if head == "pretraining":
+        return AlbertPretrainer(config)
+    if head == "classifier":
+        return AlbertClassifier(config, num_labels=head_dims["C"])
+    raise ConfigError(f"No Keras model of this package holds the {head} head yet")
 
 
-def write_keras(weights: Weights, config: AlbertConfig, path: str) -> None:
-    model = build_model(config, with_heads=has_heads(weights))
+def write_keras(weights: Weights, config: AlbertConfig, path: str, head=None) -> None:
+    _, dims = find_head(weights, prefer=head) if head else (None, {})
+    model = build_model(config, head, dims)
     assign_model_weights(model, weights)
     model.save(path)
 
 
 def read_keras(path: str) -> Tuple[Weights, AlbertConfig]:
-    from albert.modeling import AlbertEncoder, AlbertPretrainer
+    from albert.checkpoints.weights import model_parts
 
     if io.isdir(path):
         path = io.join(path, KERAS_FILE)
@@ -36,11 +45,12 @@ def read_keras(path: str) -> Tuple[Weights, AlbertConfig]:
         model = keras.saving.load_model(path)
     except Exception as error:  # Keras raises many types for unreadable files
         raise InputError(f"Cannot load {path} as a Keras model: {error}") from None
-    if not isinstance(model, (AlbertEncoder, AlbertPretrainer)):
-        raise InputError(f"{path} holds a {type(model).__name__}, not an AlbertEncoder or "
-                         "AlbertPretrainer")
-    config = model.albert_config if isinstance(model, AlbertEncoder) else model.encoder.albert_config
-    return model_weights(model), config
+    try:
+        encoder, _, _, _ = model_parts(model)
+    except TypeError:
+        raise InputError(f"{path} holds a {type(model).__name__}, not one of this package's "
+                         "ALBERT models") from None
+    return model_weights(model), encoder.albert_config
 
 
 def _read(path: str, config):
@@ -50,11 +60,11 @@ def _read(path: str, config):
 
 FORMAT = CheckpointFormat(
     name="keras",
-    description="a native Keras 3 .keras file of AlbertEncoder / AlbertPretrainer",
+    description="a native Keras 3 .keras file of AlbertEncoder / AlbertPretrainer / AlbertClassifier",
     output_files=(KERAS_FILE,),
     writes_albert_config=True,
     detect=lambda path: path.endswith(".keras") or io.isfile(io.join(path, KERAS_FILE)),
     read=_read,
-    write=lambda weights, config, output_dir: write_keras(weights, config,
-                                                          io.join(output_dir, KERAS_FILE)),
+    write=lambda weights, config, output_dir, head: write_keras(
+        weights, config, io.join(output_dir, KERAS_FILE), head),
 )

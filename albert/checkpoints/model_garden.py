@@ -13,7 +13,7 @@ layout Model Garden's own TF1 converter and its fine-tuning tasks use.
 
 import dataclasses
 import logging
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -23,7 +23,7 @@ from albert import io
 from albert.checkpoints.naming import weight_names
 from albert.checkpoints.format import CheckpointFormat
 from albert.checkpoints.tf1 import OBJECT_GRAPH_KEY, checkpoint_files, is_object_based, open_reader
-from albert.checkpoints.weights import Weights, has_heads
+from albert.checkpoints.weights import Weights
 from albert.config import AlbertConfig
 from albert.errors import ConfigError, InputError
 
@@ -85,11 +85,12 @@ def model_garden_weights(encoder, config: AlbertConfig) -> Weights:
             for row in weight_names(config, include_heads=False)}
 
 
-def write_model_garden(weights: Weights, config: AlbertConfig, prefix: str) -> None:
+def write_model_garden(weights: Weights, config: AlbertConfig, prefix: str,
+                       head: Optional[str] = None) -> None:
     check_model_garden_can_represent(config)
-    if has_heads(weights):
-        logger.warning("Model Garden's AlbertEncoder holds no MLM/SOP heads; "
-                       "the heads are not written to %s", prefix)
+    if head is not None:
+        logger.warning("Model Garden's AlbertEncoder holds no heads; the %s head is not "
+                       "written to %s", head, prefix)
     encoder = build_model_garden_encoder(config)
     assign_to_model_garden(encoder, weights, config)
     tf.train.Checkpoint(encoder=encoder).write(prefix)
@@ -151,7 +152,7 @@ FORMAT = CheckpointFormat(
     writes_albert_config=True,
     detect=lambda path: is_object_based(path) is True,
     read=_read,
-    write=lambda weights, config, output_dir: write_model_garden(
-        weights, config, io.join(output_dir, MODEL_GARDEN_CHECKPOINT)),
+    write=lambda weights, config, output_dir, head: write_model_garden(
+        weights, config, io.join(output_dir, MODEL_GARDEN_CHECKPOINT), head),
     can_represent=check_model_garden_can_represent,
 )

@@ -311,10 +311,16 @@ def weight_names(config: AlbertConfig, include_heads: bool = True,
     return rows
 
 
-def fine_tuning_head_names() -> frozenset:
-    """Original names of every fine-tuning head's variables (they do not depend on sizes)."""
-    return frozenset(template.original for name in FINE_TUNING_HEADS
-                     for template in HEADS[name].rows)
+def all_head_names() -> frozenset:
+    """Original names of every head's variables (names do not depend on sizes)."""
+    return frozenset(template.original for table in HEADS.values() for template in table.rows)
+
+
+def hf_head_rows(config: AlbertConfig) -> List[WeightName]:
+    """Rows of every head that Hugging Face can hold, for mapping its keys (sizes: 1)."""
+    return [row for name, table in HEADS.items() if table.hf_architecture
+            for row in head_names(config, name, **{d: 1 for d in table.dimensions})
+            if row.hf is not None]
 
 
 def count_parameters(config: AlbertConfig, include_heads: bool = False,

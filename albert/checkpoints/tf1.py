@@ -131,5 +131,6 @@ FORMAT = CheckpointFormat(
     writes_albert_config=True,
     detect=lambda path: is_object_based(path) is False,
     read=_read,
-    write=lambda weights, config, output_dir: write_tf1(weights, io.join(output_dir, TF1_CHECKPOINT)),
+    write=lambda weights, config, output_dir, head: write_tf1(
+        weights, io.join(output_dir, TF1_CHECKPOINT)),
 )

@@ -2,18 +2,23 @@
 
 Every format reader produces this dict and every writer consumes it;
 `check_weights` is the single place that decides whether a checkpoint fits a
-config. It never loads part of a model silently: missing, unexpected and
-mis-shaped variables are all reported together in one error.
+config and a head. It never loads part of a model silently: missing,
+unexpected and mis-shaped variables are all reported together in one error.
+
+Heads come from the name table (`naming.HEADS`). A checkpoint may carry any
+of them; the variables of a head other than the one asked for are set aside
+(logged), so a fine-tuned checkpoint initialises a pretraining run's
+encoder and a pretraining checkpoint initialises a classifier's.
 """
 
 import logging
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import keras
 import numpy as np
 
-from albert.checkpoints.naming import (PRETRAINING_HEAD, fine_tuning_head_names, is_training_state,
-                                      weight_names)
+from albert.checkpoints.naming import (HEADS, PRETRAINING_HEAD, all_head_names,
+                                      backbone_names, head_names, is_training_state)
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
 
@@ -30,46 +35,63 @@ def _listing(title: str, items: List[str]) -> str:
 
 
 def drop_non_model_variables(names: Iterable[str]) -> List[str]:
-    """Names of a TF1 checkpoint left after removing training state and task heads.
+    """Names of a checkpoint without training state (optimizer slots, `global_step`)."""
+    return [name for name in names if not is_training_state(name)]
 
-    Optimizer slots (`adam_m`, `adam_v`) and `global_step` are never part of a
-    model; fine-tuning heads (GLUE, RACE, SQuAD) are not part of a pretraining
-    model and are logged as skipped.
+
+def find_head(weights: Weights, prefer: Optional[str] = None) -> Tuple[Optional[str], dict]:
+    """(head name, its task sizes) of the head whose variables `weights` hold, or (None, {}).
+
+    The GLUE classifier and RACE's multiple-choice head have the same
+    variables; `prefer` picks between heads that fit equally.
     """
-    names = [name for name in names if not is_training_state(name)]
-    task_head_names = fine_tuning_head_names()
-    task_heads = sorted(name for name in names if name in task_head_names)
-    if task_heads:
-        logger.info("Skipping %d fine-tuning head variables: %s", len(task_heads),
-                    ", ".join(task_heads))
-    return [name for name in names if name not in task_head_names]
+    candidates = [name for name, table in HEADS.items()
+                  if all(row.original in weights for row in table.rows)]
+    if not candidates:
+        return None, {}
+    head = prefer if prefer in candidates else candidates[0]
+    dims = {}
+    if "C" in HEADS[head].dimensions:
+        dims["C"] = int(np.shape(weights["output_weights"])[0])
+    return head, dims
 
 
 def check_weights(weights: Weights, config: AlbertConfig, source: str,
-                  heads: str = "optional") -> Weights:
-    """Verifies that `weights` fit `config` exactly and returns them in table order.
+                  heads: str = "optional", head: Optional[str] = PRETRAINING_HEAD,
+                  head_dims: Optional[dict] = None) -> Weights:
+    """Verifies that `weights` fit `config` (and `head`) exactly; returns them in table order.
 
     Args:
       weights: canonical dict from a reader.
       config: the model configuration the weights must fit.
       source: checkpoint path, for the error message.
-      heads: "required" (a pretraining model needs MLM and SOP heads),
-        "optional" (all head variables or none) or "ignore" (drop any heads).
+      heads: for `head`: "required", "optional" (all of its variables or none)
+        or "ignore" (set aside).
+      head: the head of interest (a key of `naming.HEADS`), or None.
+      head_dims: its task sizes, e.g. {"C": 3}; read from the weights if omitted.
 
     Raises:
       CheckpointMismatchError listing every missing, unexpected and mis-shaped
       variable.
     """
-    table = weight_names(config, include_heads=True)
-    head_names = [row.original for row in table if row.part == PRETRAINING_HEAD]
-    present_heads = [name for name in head_names if name in weights]
-    keep_heads = heads == "required" or (heads == "optional" and present_heads)
-    expected = [row for row in table if row.part == "backbone" or keep_heads]
+    if head is not None and head_dims is None:
+        found, dims = find_head(weights, prefer=head)
+        head_dims = dims if found == head else {"C": 1} if "C" in HEADS[head].dimensions else {}
+    table = backbone_names(config)
+    head_table = head_names(config, head, **(head_dims or {})) if head is not None else []
+    present = [row.original for row in head_table if row.original in weights]
+    keep_head = heads == "required" or (heads == "optional" and present)
+    expected = table + (head_table if keep_head else [])
     expected_names = {row.original for row in expected}
+    other_heads = all_head_names() - expected_names
 
+    set_aside = sorted(name for name in weights if name in other_heads)
+    if set_aside:
+        logger.info("Setting aside %d head variables not used here: %s", len(set_aside),
+                    ", ".join(set_aside[:8]) + (" ..." if len(set_aside) > 8 else ""))
     missing = [row.original for row in expected if row.original not in weights]
     unexpected = sorted(name for name in weights
-                        if name not in expected_names and not (heads == "ignore" and name in head_names))
+                        if name not in expected_names and name not in other_heads)
     misshaped = [
         f"{row.original}: checkpoint {list(np.shape(weights[row.original]))}, "
         f"config {list(row.shape)}"
@@ -77,20 +99,23 @@ def check_weights(weights: Weights, config: AlbertConfig, source: str,
         if row.original in weights and tuple(np.shape(weights[row.original])) != row.shape
     ]
     if missing or unexpected or misshaped:
-        parts = [f"Checkpoint {source} does not fit the config ({config.describe()}):"]
+        parts = [f"Checkpoint {source} does not fit the config ({config.describe()}"
+                 + (f", head {head} {head_dims or ''}".rstrip() if keep_head else "") + "):"]
         if missing:
             parts.append(_listing("missing", missing))
         if unexpected:
             parts.append(_listing("unexpected", unexpected))
         if misshaped:
             parts.append(_listing("mis-shaped", misshaped))
-        if heads == "optional" and missing and set(missing) <= set(head_names):
-            parts.append("  (the checkpoint has only some of the MLM/SOP head variables)")
+        if heads == "optional" and missing and set(missing) <= {r.original for r in head_table}:
+            label = "MLM/SOP" if head == PRETRAINING_HEAD else head
+            parts.append(f"  (the checkpoint has only some of the {label} head variables)")
         raise CheckpointMismatchError("\n".join(parts))
     return {row.original: np.asarray(weights[row.original]) for row in expected}
 
 
 def has_heads(weights: Weights) -> bool:
+    """Whether `weights` hold the pretraining (MLM + SOP) heads."""
     return "cls/predictions/output_bias" in weights
 
 
@@ -103,22 +128,29 @@ def _resolve(root, path: str):
 
 
 def model_parts(model):
-    """(encoder, pretrainer or None) for an AlbertEncoder or AlbertPretrainer."""
-    from albert.modeling import AlbertEncoder, AlbertPretrainer
+    """(encoder, owner of the head or None, head name or None, head sizes) of one of our models.
 
-    if isinstance(model, AlbertPretrainer):
-        return model.encoder, model
+    Models with a head have an `encoder` attribute, a `head_name` (a key of
+    `naming.HEADS`) and `head_dimensions()`.
+    """
+    from albert.modeling import AlbertEncoder
+
     if isinstance(model, AlbertEncoder):
-        return model, None
-    raise TypeError(f"Expected an AlbertEncoder or AlbertPretrainer, got {type(model).__name__}")
+        return model, None, None, {}
+    if isinstance(getattr(model, "encoder", None), AlbertEncoder) and hasattr(model, "head_name"):
+        return model.encoder, model, model.head_name, model.head_dimensions()
+    raise TypeError(f"Expected one of the package's ALBERT models, got {type(model).__name__}")
 
 
 def model_variables(model) -> Dict[str, object]:
-    """`{original name: Keras variable}` for an AlbertEncoder or AlbertPretrainer."""
-    encoder, pretrainer = model_parts(model)
-    rows = weight_names(encoder.albert_config, include_heads=pretrainer is not None)
-    return {row.original: _resolve(pretrainer if row.is_head else encoder, row.ours)
-            for row in rows}
+    """`{original name: Keras variable}` for one of our models."""
+    encoder, owner, head, dims = model_parts(model)
+    config = encoder.albert_config
+    variables = {row.original: _resolve(encoder, row.ours) for row in backbone_names(config)}
+    if head is not None:
+        variables.update({row.original: _resolve(owner, row.ours)
+                          for row in head_names(config, head, **dims)})
+    return variables
 
 
 def model_weights(model) -> Weights:
@@ -130,12 +162,13 @@ def model_weights(model) -> Weights:
 def assign_model_weights(model, weights: Weights, source: str = "weights") -> None:
     """Loads canonical weights into one of our models, all or nothing.
 
-    An encoder takes the backbone (heads in `weights` are ignored); a
-    pretrainer needs the heads too.
+    An encoder takes the backbone (heads in `weights` are set aside); a
+    model with a head needs that head's variables too.
     """
-    encoder, pretrainer = model_parts(model)
+    encoder, owner, head, dims = model_parts(model)
     checked = check_weights(weights, encoder.albert_config, source,
-                            heads="required" if pretrainer is not None else "ignore")
+                            heads="required" if head is not None else "ignore",
+                            head=head, head_dims=dims)
     for name, variable in model_variables(model).items():
         variable.assign(checked[name].astype(variable.dtype))
 

@@ -17,6 +17,8 @@ _TEST_DATA = "gensim/test/test_data"
 WIKIPEDIA_SAMPLE = f"{_TEST_DATA}/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_BACKGROUND = f"{_TEST_DATA}/lee_background.cor"
 LEE = f"{_TEST_DATA}/lee.cor"
+PANG_LEE_POLARITY = f"{_TEST_DATA}/pang_lee_polarity.cor"
+LEE_SIMILARITIES = f"{_TEST_DATA}/similarities0-1.txt"
 
 
 def gensim_file(relative_path: str) -> str:

@@ -1,6 +1,7 @@
 """Keras 3 ALBERT layers and models (backend-agnostic: `keras.ops` only)."""
 
 from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
+from albert.modeling.classifier import AlbertClassifier, AlbertClassifierHead
 from albert.modeling.embeddings import AlbertEmbeddings
 from albert.modeling.encoder import AlbertEncoder
 from albert.modeling.feed_forward import AlbertFeedForward
@@ -12,6 +13,8 @@ from albert.modeling.sharing import SharingPlan, sharing_plan
 
 __all__ = [
     "AlbertAttention",
+    "AlbertClassifier",
+    "AlbertClassifierHead",
     "AlbertEmbeddings",
     "AlbertEncoder",
     "AlbertFeedForward",

@@ -47,6 +47,23 @@ def derive_seeds(seeds, salt: int):
                                                             "int32")))
 
 
+DROPOUT_SEEDS = "dropout_seeds"
+_MAX_SEED = 2**31 - 1
+
+
+def call_seeds(inputs: dict, batch_size, seed_generator):
+    """The per-example seeds of a training call: the input's `dropout_seeds`, or drawn.
+
+    The training loop always supplies them; a direct `model(x, training=True)`
+    gets seeds from the model's own generator.
+    """
+    seeds = inputs.get(DROPOUT_SEEDS)
+    if seeds is None:
+        seeds = keras.random.randint((batch_size,), 0, _MAX_SEED, dtype="int32",
+                                     seed=seed_generator)
+    return ops.cast(seeds, "int32")
+
+
 def dropout_keep_mask(shape, seeds, rate: float):
     """Boolean keep mask of `shape` ([B, ...]); row b is a function of seeds[b] only."""
     per_example = shape[1:]

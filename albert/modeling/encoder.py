@@ -7,15 +7,13 @@ from albert.config import load_config
 from albert.errors import InputError
 from albert.modeling.configured_model import ConfiguredModel
 from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
-from albert.modeling.dropout import derive_seeds
+from albert.modeling.dropout import DROPOUT_SEEDS, call_seeds, derive_seeds
 from albert.modeling.embeddings import AlbertEmbeddings
 from albert.modeling.feed_forward import AlbertFeedForward
 from albert.modeling.sharing import sharing_plan
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
-# Optional int32 [B] input: per-example dropout seeds (see albert.modeling.dropout).
-DROPOUT_SEEDS = "dropout_seeds"
-_MAX_SEED = 2**31 - 1
+__all__ = ["AlbertEncoder", "DROPOUT_SEEDS", "INPUT_KEYS"]
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -164,12 +162,7 @@ class AlbertEncoder(ConfiguredModel):
         """Per-example seeds for this call's dropout: the input's, or drawn; None without dropout."""
         if not training or not self.uses_dropout:
             return None
-        seeds = inputs.get(DROPOUT_SEEDS)
-        if seeds is None:
-            batch_size = ops.shape(inputs["input_word_ids"])[0]
-            seeds = keras.random.randint((batch_size,), 0, _MAX_SEED, dtype="int32",
-                                         seed=self.seed_generator)
-        return ops.cast(seeds, "int32")
+        return call_seeds(inputs, ops.shape(inputs["input_word_ids"])[0], self.seed_generator)
 
     def get_embedding_table(self):
         """The `[V, E]` word-embedding variable (also the tied MLM decoder)."""

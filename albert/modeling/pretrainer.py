@@ -29,6 +29,9 @@ class AlbertPretrainer(ConfiguredModel):
         losses = albert.modeling.pretraining_losses(outputs, features)
     """
 
+    #: the head's table in albert.checkpoints.naming.HEADS
+    head_name = "pretraining"
+
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         config = load_config(config)
@@ -47,6 +50,9 @@ class AlbertPretrainer(ConfiguredModel):
             dtype=self.dtype_policy,
             name="seq_relationship")
         self.build()
+
+    def head_dimensions(self) -> dict:
+        return {}
 
     def build(self, input_shape=None):
         if self.built:

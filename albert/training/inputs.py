@@ -35,11 +35,40 @@ class TaskInput:
 
     `parse(records, positions)` maps a batch of serialised records (string
     `[n]`) and their stream positions (int64 `[n]`) to the model's features
-    (static shapes).
+    (static shapes). Tasks that support length bucketing also give
+    `lengths(records)` (real tokens per record, int32 `[n]`) and
+    `trim(features)` (the features cut to their longest example).
     """
 
     source: RecordSource
     parse: Callable
+    lengths: Optional[Callable] = None
+    trim: Optional[Callable] = None
+
+
+def bucket_by_length(stream, task_input: TaskInput, global_batch_size: int, window_batches: int,
+                     seed: int, first_window: int):
+    """Reorders `(position, record)` so each global batch holds records of similar length.
+
+    Within each window of `window_batches` global batches, records are sorted
+    by length and cut into batches, and the batches are put in a seeded random
+    order. Every global batch is still a fixed set of records of the stream,
+    so all topologies see the same batches.
+    """
+    size = global_batch_size * window_batches
+
+    def reorder(index, batch):
+        positions, records = batch
+        order = tf.argsort(task_input.lengths(records), stable=True)
+        batches = tf.reshape(order, [window_batches, global_batch_size])
+        batches = tf.random.experimental.stateless_shuffle(
+            batches, seed=tf.stack([tf.constant(seed + 2, tf.int64), index]))
+        order = tf.reshape(batches, [-1])
+        return tf.gather(positions, order), tf.gather(records, order)
+
+    stream = stream.batch(size, drop_remainder=True).enumerate(start=first_window)
+    stream = stream.map(reorder, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return stream.unbatch()
 
 
 def example_seeds(positions, seed: int):
@@ -52,9 +81,17 @@ def example_seeds(positions, seed: int):
 
 def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_size: int,
                                  seed: int, start_step: int, shuffle_window: int = 100,
-                                 cycle_length: int = CYCLE_LENGTH):
-    """The distributed dataset of the run's global batches from step `start_step` on."""
+                                 cycle_length: int = CYCLE_LENGTH, bucket_window: int = 0):
+    """The distributed dataset of the run's global batches from step `start_step` on.
+
+    `bucket_window > 0` groups records of similar length into batches within
+    windows of that many steps and cuts each batch to its longest example
+    (`bucket_by_length`): faster on short texts, but shapes vary from batch
+    to batch, which TPUs do not accept.
+    """
     replicas = strategy.num_replicas_in_sync
+    if bucket_window > 0 and (task_input.lengths is None or task_input.trim is None):
+        raise InputError("This task does not support --bucket_by_length")
     if global_batch_size < 1:
         raise InputError(f"--train_batch_size must be at least 1, got {global_batch_size}")
     if global_batch_size % replicas:
@@ -65,8 +102,17 @@ def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_s
         workers, worker = context.num_input_pipelines, context.input_pipeline_id
         per_replica = context.get_per_replica_batch_size(global_batch_size)
         local_replicas = replicas // workers
-        stream = training_records(task_input.source, seed, start=start_step * global_batch_size,
-                                  cycle_length=cycle_length, shuffle_window=shuffle_window)
+        if bucket_window > 0:
+            window, skipped_steps = divmod(start_step, bucket_window)
+            stream = training_records(task_input.source, seed,
+                                      start=window * bucket_window * global_batch_size,
+                                      cycle_length=cycle_length, shuffle_window=shuffle_window)
+            stream = bucket_by_length(stream, task_input, global_batch_size, bucket_window, seed,
+                                      window).skip(skipped_steps * global_batch_size)
+        else:
+            stream = training_records(task_input.source, seed,
+                                      start=start_step * global_batch_size,
+                                      cycle_length=cycle_length, shuffle_window=shuffle_window)
         # A step's records are consecutive: worker w's share of a step is the
         # w-th run of R · b records, which its R replicas receive in turn.
         stream = stream.batch(local_replicas * per_replica, drop_remainder=True)
@@ -76,6 +122,8 @@ def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_s
 
         def features(positions, records):
             parsed = dict(task_input.parse(records, positions))
+            if bucket_window > 0:
+                parsed = dict(task_input.trim(parsed))
             parsed[DROPOUT_SEEDS] = example_seeds(positions, seed)
             return parsed
 

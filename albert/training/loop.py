@@ -82,9 +82,34 @@ class Task(abc.ABC):
     def losses(self, outputs, features, normalizers) -> Dict[str, tf.Tensor]:
         """This replica's share of each global-batch loss; must include "loss"."""
 
-    @abc.abstractmethod
     def metric_sums(self, outputs, features) -> Dict[str, tuple]:
-        """{metric: (total, count)} for one evaluation batch."""
+        """{metric: (total, count)} for one evaluation batch (used by `evaluate`)."""
+        raise NotImplementedError
+
+    def evaluate(self, model, config: "TrainerConfig") -> Optional[dict]:
+        """Metrics of `model` on the held-out data; None without held-out data.
+
+        The default sums `metric_sums` over the first `max_eval_steps`
+        batches of `eval_input()`; tasks whose metrics are not sums over
+        examples (correlations) override it.
+        """
+        dataset = evaluation_dataset(self.eval_input(), config.eval_batch_size,
+                                     config.max_eval_steps)
+        if dataset is None:
+            return None
+
+        @tf.function(jit_compile=config.jit_compile)
+        def eval_step(batch):
+            return self.metric_sums(model(batch, training=False), batch)
+
+        totals: Dict[str, list] = {}
+        for batch in dataset:
+            for name, (total, count) in eval_step(batch).items():
+                entry = totals.setdefault(name, [0.0, 0.0])
+                entry[0] += float(total)
+                entry[1] += float(count)
+        return {name: total / count if count else float("nan")
+                for name, (total, count) in totals.items()}
 
 
 @dataclasses.dataclass
@@ -103,6 +128,7 @@ class TrainerConfig:
     random_seed: int = 12345
     shuffle_buffer_size: int = 100
     initial_loss_scale: float = 2.0 ** 15
+    bucket_window: int = 0   # > 0: length-bucketed training batches (albert.training.inputs)
 
     def validate(self) -> None:
         if self.mixed_precision not in MIXED_PRECISION:
@@ -248,7 +274,7 @@ class Trainer:
         task_input = self.task.train_input()
         dataset = distributed_training_dataset(
             self.strategy, task_input, config.train_batch_size, config.random_seed, step,
-            config.shuffle_buffer_size)
+            config.shuffle_buffer_size, bucket_window=config.bucket_window)
         iterator = iter(dataset)
         train_steps = self._train_function(model, optimizer, iterator)
         progress = self._progress(step)
@@ -306,26 +332,8 @@ class Trainer:
 
     # ---------------------------------------------------------- evaluation
     def evaluate(self, model) -> Optional[dict]:
-        task_input = self.task.eval_input()
-        dataset = evaluation_dataset(task_input, self.config.eval_batch_size,
-                                     self.config.max_eval_steps)
-        if dataset is None:
-            return None
-        task = self.task
-
-        @tf.function(jit_compile=self.config.jit_compile)
-        def eval_step(batch):
-            return task.metric_sums(model(batch, training=False), batch)
-
-        totals: Dict[str, list] = {}
-        with _run_errors(None, task_input):
-            for batch in dataset:
-                for name, (total, count) in eval_step(batch).items():
-                    entry = totals.setdefault(name, [0.0, 0.0])
-                    entry[0] += float(total)
-                    entry[1] += float(count)
-        return {name: total / count if count else float("nan")
-                for name, (total, count) in totals.items()}
+        with _run_errors(None, self.task.eval_input()):
+            return self.task.evaluate(model, self.config)
 
     def evaluate_and_track(self, step: int, model) -> Optional[dict]:
         """Evaluates the model at `step`, journals it, then updates model.ckpt-best."""

@@ -90,3 +90,34 @@ def test_replicas_together_receive_the_global_batch_of_each_step(source, devices
         records = np.concatenate([s.numpy() for s in strategy.experimental_local_results(
             batch["record"])])
         assert [r.decode() for r in records] == [r for _, r in whole[step * 6:step * 6 + 6]]
+
+
+def test_length_buckets_regroup_each_window_and_resume_mid_window(source):
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    # Records "i:j" get lengths from a hash of their text, so lengths vary.
+    task_input = TaskInput(source, _parse,
+                           lengths=lambda records: tf.strings.to_hash_bucket_fast(records, 50),
+                           trim=lambda features: features)
+    batch, window = 4, 5
+
+    def steps(start, count, bucket_window):
+        dataset = distributed_training_dataset(strategy, task_input, batch, seed=3,
+                                               start_step=start, shuffle_window=5,
+                                               bucket_window=bucket_window)
+        iterator = iter(dataset)
+        return [[(int(p), r.decode()) for p, r in zip(b["position"].numpy(), b["record"].numpy())]
+                for b in (next(iterator) for _ in range(count))]
+
+    plain = steps(0, 2 * window, 0)
+    bucketed = steps(0, 2 * window, window)
+    for w in range(2):   # the same records in each window, regrouped
+        assert sorted(sum(plain[w * window:(w + 1) * window], [])) == \
+            sorted(sum(bucketed[w * window:(w + 1) * window], []))
+    assert bucketed != plain
+    # Within a window, batches are runs of the length order.
+    lengths = {r: int(tf.strings.to_hash_bucket_fast([r], 50)[0]) for _, r in sum(bucketed, [])}
+    spans = [(min(lengths[r] for _, r in b), max(lengths[r] for _, r in b)) for b in bucketed[:window]]
+    spans.sort()
+    assert all(high <= next_low for (_, high), (next_low, _) in zip(spans, spans[1:]))
+    # Resuming at step 7 (inside the second window) continues exactly.
+    assert steps(7, 3, window) == bucketed[7:10]

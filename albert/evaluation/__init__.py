@@ -1,0 +1,1 @@
+"""Evaluation metrics of the fine-tuning tasks."""

@@ -1,0 +1,1 @@
+"""Exported models: SavedModels that load with `tf.saved_model.load`, without this package."""

@@ -1,0 +1,276 @@
+r"""Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, export.
+
+    python run_classifier.py --task_name=MNLI --data_dir=glue \
+        --albert_config_file=albert_base/albert_config.json \
+        --init_checkpoint=albert_base/model.ckpt-best --spm_model_file=albert_base/30k-clean.model \
+        --output_dir=runs/mnli --max_seq_length=512 --do_train --do_eval --do_predict \
+        --train_batch_size=128 --learning_rate=3e-5 --train_step=10000 --warmup_step=1000 \
+        --save_checkpoints_steps=100
+
+Tasks: cola, sst-2, mrpc, sts-b, qqp, mnli, mismnli (MNLI mismatched dev and
+test), qnli, rte, wnli, and ax (the diagnostic set: predict-only, from an
+MNLI-trained --init_checkpoint). --task_preset fills the paper's Table 14
+settings for the task (learning rate, batch size, steps, warm-up, dropouts,
+sequence length); flags given explicitly win.
+
+Outputs in --output_dir: model.ckpt-N every --save_checkpoints_steps, each
+evaluated once on the dev set (eval_results.json / eval_results.txt, best
+copied to model.ckpt-best by accuracy, Matthews correlation for CoLA,
+Pearson for STS-B); with --do_predict, test_results.tsv, submit_results.tsv
+and the file the GLUE server expects (e.g. MNLI-m.tsv); with --export_dir, a
+SavedModel. Feature caches <task>_train.tf_record / <task>_eval.tf_record
+(+ .settings.json) go to --cached_dir (default --output_dir) and are rebuilt
+when made with other settings.
+"""
+
+import json
+import os
+
+from absl import flags, logging
+
+from albert import cli, io
+from albert.checkpoints import format_names, read_checkpoint
+from albert.data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples
+from albert.errors import CheckpointMismatchError, InputError
+from albert.tokenization import load_tokenizer, require_special_tokens
+from albert.training import distribute
+from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
+from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+
+# --- the original's 32 flags ---
+flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per GLUE task.")
+flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
+flags.DEFINE_string("task_name", None, f"Task: {', '.join(TASKS)} (case-insensitive).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (when there is no SentencePiece model).")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, evaluation results and predictions.")
+flags.DEFINE_string("cached_dir", None, "Where the feature caches go (default: --output_dir).")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial weights: a pretraining or released checkpoint, or a fine-tuned one with "
+                    "its head; any format convert_checkpoint.py reads.")
+flags.DEFINE_string("albert_hub_module_handle", None,
+                    "A TF-Hub ALBERT module directory on disk (used like --init_checkpoint; "
+                    "nothing is downloaded).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
+flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the features.")
+flags.DEFINE_bool("do_train", False, "Fine-tune.")
+flags.DEFINE_bool("do_eval", False,
+                  "Evaluate every checkpoint once on the dev set (during training, or, without "
+                  "--do_train, every checkpoint in --output_dir not evaluated yet).")
+flags.DEFINE_bool("do_predict", False,
+                  "Predict the test set with model.ckpt-best (or --init_checkpoint when this run "
+                  "does not train).")
+flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
+flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
+flags.DEFINE_integer("train_step", 1000, "Training steps.")
+flags.DEFINE_integer("warmup_step", 0, "Linear warm-up steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("keep_checkpoint_max", 5,
+                     "Checkpoints kept (0: all); an unevaluated one is never deleted (the "
+                     "original ignored the flag and kept all).")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "TPU steps per loop (used on TPUs when --steps_per_loop is not given).")
+flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --strategy=tpu).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "ALBERT's AdamW or LAMB.")
+flags.DEFINE_string("tpu_name", None, "TPU name or address.")
+flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility; the TPU resolver finds the zone.")
+flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
+flags.DEFINE_string("master", None, "Accepted for compatibility.")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy counts cores).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here.")
+flags.DEFINE_float("threshold_to_export", float("nan"),
+                   "If set, the SavedModel also returns this constant `threshold`.")
+# --- added here ---
+distribute.define_flags()
+flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
+flags.DEFINE_bool("jit_compile", False, "Compile the training step and evaluation with XLA.")
+flags.DEFINE_integer("steps_per_loop", None,
+                     "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
+flags.DEFINE_integer("random_seed", 12345, "Seed of the input order, dropout and initialisation.")
+flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
+                  "Format of --init_checkpoint.")
+flags.DEFINE_bool("init_encoder_only", False,
+                  "Take only the encoder from --init_checkpoint, e.g. one fine-tuned on MNLI "
+                  "(3 labels) to start RTE, MRPC or STS-B as the paper does.")
+flags.DEFINE_bool("task_preset", False,
+                  "Use the paper's Table 14 settings for --task_name (configs/finetuning/"
+                  "table14.json); explicit flags win.")
+flags.DEFINE_float("classifier_dropout", 0.1, "Dropout of the classification head.")
+flags.DEFINE_bool("bucket_by_length", False,
+                  "Train on batches of similar length, each cut to its longest example: within "
+                  "every window of 50 steps the examples are sorted by length, cut into batches "
+                  "and the batches shuffled. Faster on short texts; batches are then less "
+                  "random in their lengths, and their shapes vary (not for TPUs).")
+flags.DEFINE_bool("progress", True, "Show a progress bar.")
+cli.define_config_flags()
+flags.mark_flags_as_required(["data_dir", "task_name", "output_dir"])
+
+FLAGS = flags.FLAGS
+BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
+PRESETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "finetuning",
+                       "table14.json")
+
+
+def apply_preset(task_name: str) -> dict:
+    """Table 14's settings for flags not given on the command line; returns the dropouts."""
+    presets = json.loads(io.read_text(PRESETS))
+    preset = presets.get(task_name)
+    if preset is None:
+        raise InputError(f"--task_preset: Table 14 has no settings for {task_name}")
+    for flag in ("learning_rate", "train_batch_size", "train_step", "warmup_step",
+                 "max_seq_length"):
+        if not FLAGS[flag].present:
+            FLAGS[flag].value = preset[flag]
+    if not FLAGS["classifier_dropout"].present:
+        FLAGS.classifier_dropout = preset["classifier_dropout"]
+    logging.info("Table 14 settings for %s: %s", task_name, preset)
+    return preset
+
+
+def initial_weights(config, glue_task, path):
+    """Weights to start fine-tuning from, checked against the task's head."""
+    head_policy = "ignore" if FLAGS.init_encoder_only else "optional"
+    try:
+        weights, _ = read_checkpoint(path, FLAGS.init_checkpoint_format, config, heads=head_policy,
+                                     head="classifier", head_dims={"C": glue_task.num_labels})
+    except CheckpointMismatchError as error:
+        if "output_weights" in str(error) and not FLAGS.init_encoder_only:
+            raise CheckpointMismatchError(
+                f"{error}\n  The checkpoint's classification head does not fit "
+                f"{glue_task.name} ({glue_task.num_labels} labels); pass --init_encoder_only to "
+                "start a new head from its encoder") from None
+        raise
+    return weights
+
+
+def main(argv):
+    del argv
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
+        raise InputError("At least one of --do_train, --do_eval, --do_predict or --export_dir "
+                         "must be set")
+    glue_task = get_task(FLAGS.task_name)
+    if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
+        raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
+                         "MNLI-trained --init_checkpoint")
+    tpu = FLAGS.tpu or FLAGS.tpu_name
+    strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
+    strategy = distribute.create_strategy(strategy_name, tpu, FLAGS.cpu_devices)
+    if not FLAGS.albert_config_file:
+        raise InputError("--albert_config_file is required")
+    config = cli.load_albert_config(FLAGS.albert_config_file)
+    if FLAGS.task_preset:
+        preset = apply_preset(glue_task.name)
+        import dataclasses
+
+        config = dataclasses.replace(config, hidden_dropout_prob=preset["albert_dropout"],
+                                     attention_probs_dropout_prob=preset["albert_dropout"])
+    if FLAGS.max_seq_length > config.max_position_embeddings:
+        raise InputError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's "
+                         f"max_position_embeddings={config.max_position_embeddings}")
+    if FLAGS.max_seq_length < 3:
+        raise InputError("--max_seq_length must be at least 3 ([CLS] A [SEP])")
+    tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.spm_model_file, FLAGS.do_lower_case)
+    require_special_tokens(tokenizer)
+    init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
+    weights = initial_weights(config, glue_task, init_checkpoint) if init_checkpoint else None
+
+    from albert.tasks.classification import ClassificationTask
+    from albert.training.run_directory import RunDirectory
+
+    task = ClassificationTask(config=config, glue_task=glue_task,
+                              max_seq_length=FLAGS.max_seq_length,
+                              head_dropout=FLAGS.classifier_dropout, initial_weights=weights)
+    # The run directory is checked before the feature caches are written into it.
+    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
+    # Every input is read (and so checked) before any cache is written.
+    cached_dir = FLAGS.cached_dir or FLAGS.output_dir
+    caches = {}
+    for wanted, split, suffix in ((FLAGS.do_train, "train", "train"),
+                                  (FLAGS.do_eval, "dev", "eval")):
+        if wanted:
+            caches[split] = plan_cache(glue_task, FLAGS.data_dir, split,
+                                       io.join(cached_dir, f"{glue_task.name}_{suffix}.tf_record"),
+                                       FLAGS.max_seq_length, tokenizer)
+    test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
+                     if FLAGS.do_predict else None)
+    for cache in caches.values():
+        cache.write(FLAGS.max_seq_length, tokenizer)
+    if "train" in caches:
+        task.train_cache, task.train_records = caches["train"].path, caches["train"].records
+    if "dev" in caches:
+        task.eval_cache = caches["dev"].path
+
+    import keras
+
+    keras.utils.set_random_seed(FLAGS.random_seed)
+    steps_per_loop = FLAGS.steps_per_loop or (
+        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
+    schedule = AlbertLearningRateSchedule(FLAGS.learning_rate, FLAGS.train_step, FLAGS.warmup_step)
+    trainer = Trainer(
+        task, strategy,
+        TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.train_step,
+                      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                      keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
+                      jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+                      show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
+                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
+        make_optimizer=lambda names: create_optimizer(
+            FLAGS.optimizer, FLAGS.learning_rate, FLAGS.train_step, FLAGS.warmup_step,
+            variable_names=names),
+        variable_names=variable_names_for, learning_rate=schedule)
+    if FLAGS.do_train:
+        result = trainer.train(do_eval=FLAGS.do_eval)
+    elif FLAGS.do_eval:
+        result = trainer.evaluate_checkpoints()
+    else:
+        result = None
+    if result:
+        logging.info("Last evaluation: %s",
+                     ", ".join(f"{k} = {v:.4f}" for k, v in sorted(result.items())))
+    if FLAGS.do_predict or FLAGS.export_dir:
+        predict_and_export(task, glue_task, tokenizer, init_checkpoint, test_examples)
+
+
+def predict_and_export(task, glue_task, tokenizer, init_checkpoint, examples):
+    """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
+    from albert.checkpoints import assign_model_weights
+    from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
+                                             stack_features, write_predictions)
+
+    best = io.join(FLAGS.output_dir, "model.ckpt-best")
+    if io.exists(best + ".index"):
+        source = best
+        weights, _ = read_checkpoint(best, "tf1", task.config, heads="required", head="classifier",
+                                     head_dims={"C": glue_task.num_labels})
+    elif init_checkpoint and not FLAGS.do_train:
+        source = init_checkpoint
+        weights, _ = read_checkpoint(init_checkpoint, FLAGS.init_checkpoint_format, task.config,
+                                     heads="required", head="classifier",
+                                     head_dims={"C": glue_task.num_labels})
+    else:
+        raise InputError(f"Nothing to predict with: no model.ckpt-best in {FLAGS.output_dir} "
+                         "(train with --do_eval first), and no fine-tuned --init_checkpoint")
+    model = task.build_model()
+    assign_model_weights(model, weights, source)
+    logging.info("Predicting with %s", source)
+    if FLAGS.do_predict:
+        features = stack_features(convert_examples(examples, glue_task, FLAGS.max_seq_length,
+                                                   tokenizer), glue_task.is_regression)
+        logits = bucketed_logits(model, features, FLAGS.predict_batch_size, FLAGS.jit_compile)
+        probabilities, predictions = predictions_from_logits(logits, glue_task.is_regression)
+        written = write_predictions(FLAGS.output_dir, glue_task, [e.guid for e in examples],
+                                    probabilities, predictions)
+        logging.info("Wrote %d predictions: %s", len(examples), ", ".join(written))
+    if FLAGS.export_dir:
+        from albert.export.classifier import export_classifier
+
+        export_classifier(model, FLAGS.export_dir, FLAGS.max_seq_length, glue_task.is_regression,
+                          FLAGS.threshold_to_export)
+        logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
+
+
+if __name__ == "__main__":
+    cli.run(main)
