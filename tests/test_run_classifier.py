@@ -182,7 +182,12 @@ def test_the_head_and_loss_learn_64_training_examples(tmp_path, synthetic_corpus
 
 
 def test_sentences_of_wikipedia_and_of_news_are_told_apart(tmp_path, demo_corpus):
-    """A real-text task learnable from scratch: which corpus a sentence comes from."""
+    """A real-text task learnable from scratch: which corpus a sentence comes from.
+
+    Measured with these settings and --random_seed 1, 2, 3, 4, 12345: best dev
+    accuracy 0.865-0.885 (majority class 0.51). With learning rate 1e-3 and
+    240 steps some seeds never left chance: the threshold holds at 1e-4.
+    """
     directory, spm = demo_corpus
     with open(os.path.join(directory, "train.txt")) as handle:
         wikipedia = [line.strip() for line in handle if line.strip()][:2000]
@@ -198,8 +203,8 @@ def test_sentences_of_wikipedia_and_of_news_are_told_apart(tmp_path, demo_corpus
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(json.dumps(dict(TINY, vocab_size=4000)))
     result = run_script(*_args(config_file, str(tmp_path / "glue"), spm, str(tmp_path / "out"),
-                               do_train=True, do_eval=True, train_step=240, warmup_step=24,
-                               save_checkpoints_steps=80, learning_rate=0.001))
+                               do_train=True, do_eval=True, train_step=600, warmup_step=60,
+                               save_checkpoints_steps=200, learning_rate=0.0001))
     assert result.returncode == 0, result.stderr[-3000:]
     journal = json.loads((tmp_path / "out" / "eval_results.json").read_text())
     labels = [y for _, y in rows[1200:]]
