@@ -357,3 +357,21 @@ def test_predict_only_for_the_diagnostic_set_with_an_mnli_model(tmp_path, synthe
                          f"--albert_config_file={config_file}", f"--spm_model_file={spm}",
                          f"--output_dir={tmp_path / 'out2'}", "--do_train", "--noprogress")
     assert_clean_failure(refused, "ax is predict-only")
+
+
+def test_bucketed_evaluation_gives_the_padded_numbers_in_file_order():
+    from albert.tasks.classification import bucketed_logits
+
+    config = tiny_config()
+    model = AlbertClassifier(config, num_labels=2)
+    rng = np.random.default_rng(0)
+    features = {"input_word_ids": rng.integers(5, 99, (50, 32)).astype("int32"),
+                "input_mask": np.ones((50, 32), "int32"),
+                "input_type_ids": np.zeros((50, 32), "int32")}
+    for row in range(50):
+        length = int(rng.integers(3, 32))
+        features["input_mask"][row, length:] = 0
+        features["input_word_ids"][row, length:] = 0
+        features["input_type_ids"][row, length // 2:length] = 1
+    padded = model(features, training=False)["logits"].numpy()
+    np.testing.assert_allclose(bucketed_logits(model, features, batch_size=8), padded, atol=1e-5)

@@ -179,7 +179,6 @@ HEADS: Dict[str, HeadTable] = {table.name: table for table in (
     ), None),
 )}
 PRETRAINING_HEAD = "pretraining"
-FINE_TUNING_HEADS = tuple(name for name in HEADS if name != PRETRAINING_HEAD)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,7 @@ and gives the same numbers.
 
 import dataclasses
 import logging
+import weakref
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -86,6 +87,24 @@ def stack_features(features: List[InputFeatures], regression: bool) -> Dict[str,
                                   np.float32 if regression else np.int32)}
 
 
+_LOGITS_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def _logits_function(model, jit_compile: bool):
+    """One traced inference function per model (any batch size and length)."""
+    functions = _LOGITS_FUNCTIONS.setdefault(model, {})
+    if jit_compile not in functions:
+        spec = tf.TensorSpec([None, None], tf.int32)
+
+        @tf.function(input_signature=[spec, spec, spec], jit_compile=jit_compile)
+        def logits_of(ids, mask, types):
+            return model({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
+                         training=False)["logits"]
+
+        functions[jit_compile] = logits_of
+    return functions[jit_compile]
+
+
 def bucketed_logits(model, features: Dict[str, np.ndarray], batch_size: int,
                     jit_compile: bool = False) -> np.ndarray:
     """Logits of every example, computed on batches of similar length, in the input order."""
@@ -93,13 +112,7 @@ def bucketed_logits(model, features: Dict[str, np.ndarray], batch_size: int,
     order = np.argsort(lengths, kind="stable")
     # XLA compiles one program per shape: round lengths up to limit their number.
     multiple = 32 if jit_compile else 1
-    spec = tf.TensorSpec([None, None], tf.int32)
-
-    @tf.function(input_signature=[spec, spec, spec], jit_compile=jit_compile,
-                 reduce_retracing=True)
-    def logits_of(ids, mask, types):
-        return model({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
-                     training=False)["logits"]
+    logits_of = _logits_function(model, jit_compile)
 
     width = features["input_word_ids"].shape[1]
     outputs = np.zeros((len(order), model.num_labels), np.float32)
