@@ -28,14 +28,10 @@ import os
 
 from absl import flags, logging
 
-from albert import cli, io
-from albert.checkpoints import format_names, read_checkpoint
-from albert.data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples
-from albert.errors import CheckpointMismatchError, InputError
+from albert import cli, finetuning_cli, io
+from albert.data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples, write_cache
+from albert.errors import InputError
 from albert.tokenization import load_tokenizer, require_special_tokens
-from albert.training import distribute
-from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
-from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
 
 # --- the original's 32 flags ---
 flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per GLUE task.")
@@ -70,45 +66,20 @@ flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) 
 flags.DEFINE_integer("keep_checkpoint_max", 5,
                      "Checkpoints kept (0: all); an unevaluated one is never deleted (the "
                      "original ignored the flag and kept all).")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "TPU steps per loop (used on TPUs when --steps_per_loop is not given).")
-flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --strategy=tpu).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "ALBERT's AdamW or LAMB.")
-flags.DEFINE_string("tpu_name", None, "TPU name or address.")
-flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility; the TPU resolver finds the zone.")
-flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
-flags.DEFINE_string("master", None, "Accepted for compatibility.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy counts cores).")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here.")
 flags.DEFINE_float("threshold_to_export", float("nan"),
                    "If set, the SavedModel also returns this constant `threshold`.")
+finetuning_cli.define_tpu_flags()
 # --- added here ---
-distribute.define_flags()
-flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
-flags.DEFINE_bool("jit_compile", False, "Compile the training step and evaluation with XLA.")
-flags.DEFINE_integer("steps_per_loop", None,
-                     "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
-flags.DEFINE_integer("random_seed", 12345, "Seed of the input order, dropout and initialisation.")
-flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
-                  "Format of --init_checkpoint.")
-flags.DEFINE_bool("init_encoder_only", False,
-                  "Take only the encoder from --init_checkpoint, e.g. one fine-tuned on MNLI "
-                  "(3 labels) to start RTE, MRPC or STS-B as the paper does.")
+finetuning_cli.define_runtime_flags()
 flags.DEFINE_bool("task_preset", False,
                   "Use the paper's Table 14 settings for --task_name (configs/finetuning/"
                   "table14.json); explicit flags win.")
 flags.DEFINE_float("classifier_dropout", 0.1, "Dropout of the classification head.")
-flags.DEFINE_bool("bucket_by_length", False,
-                  "Train on batches of similar length, each cut to its longest example: within "
-                  "every window of 50 steps the examples are sorted by length, cut into batches "
-                  "and the batches shuffled. Faster on short texts; batches are then less "
-                  "random in their lengths, and their shapes vary (not for TPUs).")
-flags.DEFINE_bool("progress", True, "Show a progress bar.")
-cli.define_config_flags()
 flags.mark_flags_as_required(["data_dir", "task_name", "output_dir"])
 
 FLAGS = flags.FLAGS
-BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
 PRESETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "finetuning",
                        "table14.json")
 
@@ -129,22 +100,6 @@ def apply_preset(task_name: str) -> dict:
     return preset
 
 
-def initial_weights(config, glue_task, path):
-    """Weights to start fine-tuning from, checked against the task's head."""
-    head_policy = "ignore" if FLAGS.init_encoder_only else "optional"
-    try:
-        weights, _ = read_checkpoint(path, FLAGS.init_checkpoint_format, config, heads=head_policy,
-                                     head="classifier", head_dims={"C": glue_task.num_labels})
-    except CheckpointMismatchError as error:
-        if "output_weights" in str(error) and not FLAGS.init_encoder_only:
-            raise CheckpointMismatchError(
-                f"{error}\n  The checkpoint's classification head does not fit "
-                f"{glue_task.name} ({glue_task.num_labels} labels); pass --init_encoder_only to "
-                "start a new head from its encoder") from None
-        raise
-    return weights
-
-
 def main(argv):
     del argv
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
@@ -154,27 +109,22 @@ def main(argv):
     if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
         raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
                          "MNLI-trained --init_checkpoint")
-    tpu = FLAGS.tpu or FLAGS.tpu_name
-    strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
-    strategy = distribute.create_strategy(strategy_name, tpu, FLAGS.cpu_devices)
-    if not FLAGS.albert_config_file:
-        raise InputError("--albert_config_file is required")
-    config = cli.load_albert_config(FLAGS.albert_config_file)
+    strategy, strategy_name = finetuning_cli.create_strategy()
+    dropouts = {}
     if FLAGS.task_preset:
         preset = apply_preset(glue_task.name)
-        import dataclasses
-
-        config = dataclasses.replace(config, hidden_dropout_prob=preset["albert_dropout"],
-                                     attention_probs_dropout_prob=preset["albert_dropout"])
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise InputError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's "
-                         f"max_position_embeddings={config.max_position_embeddings}")
+        dropouts = {"hidden_dropout_prob": preset["albert_dropout"],
+                    "attention_probs_dropout_prob": preset["albert_dropout"]}
+    config = finetuning_cli.load_config(FLAGS.max_seq_length, **dropouts)
     if FLAGS.max_seq_length < 3:
         raise InputError("--max_seq_length must be at least 3 ([CLS] A [SEP])")
     tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.spm_model_file, FLAGS.do_lower_case)
     require_special_tokens(tokenizer)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
-    weights = initial_weights(config, glue_task, init_checkpoint) if init_checkpoint else None
+    head_dims = {"C": glue_task.num_labels}
+    weights = finetuning_cli.initial_weights(
+        config, init_checkpoint, "classifier", head_dims,
+        f"{glue_task.name} ({glue_task.num_labels} labels)")
 
     from albert.tasks.classification import ClassificationTask
     from albert.training.run_directory import RunDirectory
@@ -196,66 +146,33 @@ def main(argv):
     test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
                      if FLAGS.do_predict else None)
     for cache in caches.values():
-        cache.write(FLAGS.max_seq_length, tokenizer)
+        write_cache(cache, glue_task, FLAGS.max_seq_length, tokenizer)
     if "train" in caches:
         task.train_cache, task.train_records = caches["train"].path, caches["train"].records
     if "dev" in caches:
         task.eval_cache = caches["dev"].path
 
-    import keras
-
-    keras.utils.set_random_seed(FLAGS.random_seed)
-    steps_per_loop = FLAGS.steps_per_loop or (
-        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
-    schedule = AlbertLearningRateSchedule(FLAGS.learning_rate, FLAGS.train_step, FLAGS.warmup_step)
-    trainer = Trainer(
-        task, strategy,
-        TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.train_step,
-                      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
-                      jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
-                      show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
-                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
-        make_optimizer=lambda names: create_optimizer(
-            FLAGS.optimizer, FLAGS.learning_rate, FLAGS.train_step, FLAGS.warmup_step,
-            variable_names=names),
-        variable_names=variable_names_for, learning_rate=schedule)
-    if FLAGS.do_train:
-        result = trainer.train(do_eval=FLAGS.do_eval)
-    elif FLAGS.do_eval:
-        result = trainer.evaluate_checkpoints()
-    else:
-        result = None
-    if result:
-        logging.info("Last evaluation: %s",
-                     ", ".join(f"{k} = {v:.4f}" for k, v in sorted(result.items())))
+    trainer = finetuning_cli.make_trainer(
+        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate,
+        optimizer=FLAGS.optimizer, train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max)
+    finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict or FLAGS.export_dir:
-        predict_and_export(task, glue_task, tokenizer, init_checkpoint, test_examples)
+        predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, test_examples)
 
 
-def predict_and_export(task, glue_task, tokenizer, init_checkpoint, examples):
+def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, examples):
     """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
     from albert.checkpoints import assign_model_weights
     from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
                                              stack_features, write_predictions)
 
-    best = io.join(FLAGS.output_dir, "model.ckpt-best")
-    if io.exists(best + ".index"):
-        source = best
-        weights, _ = read_checkpoint(best, "tf1", task.config, heads="required", head="classifier",
-                                     head_dims={"C": glue_task.num_labels})
-    elif init_checkpoint and not FLAGS.do_train:
-        source = init_checkpoint
-        weights, _ = read_checkpoint(init_checkpoint, FLAGS.init_checkpoint_format, task.config,
-                                     heads="required", head="classifier",
-                                     head_dims={"C": glue_task.num_labels})
-    else:
-        raise InputError(f"Nothing to predict with: no model.ckpt-best in {FLAGS.output_dir} "
-                         "(train with --do_eval first), and no fine-tuned --init_checkpoint")
+    weights, source = finetuning_cli.prediction_weights(
+        FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train)
     model = task.build_model()
     assign_model_weights(model, weights, source)
-    logging.info("Predicting with %s", source)
     if FLAGS.do_predict:
         features = stack_features(convert_examples(examples, glue_task, FLAGS.max_seq_length,
                                                    tokenizer), glue_task.is_regression)

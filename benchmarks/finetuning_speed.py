@@ -79,7 +79,7 @@ def _model_and_weights(config_path):
 
 
 def eval_ours(args, features):
-    from albert.tasks.classification import bucketed_logits
+    from albert.tasks.finetuning import bucketed_logits
 
     _, model, _ = _model_and_weights(args.config)
     bucketed_logits(model, {k: v[:args.batch_size] for k, v in features.items()}, args.batch_size)
@@ -165,8 +165,9 @@ def train_ours(args, features, bucketed):
                 features["input_word_ids"][row].tolist(), features["input_mask"][row].tolist(),
                 features["input_type_ids"][row].tolist(), int(features["label_ids"][row]), 0),
                 regression=False))
-    task = ClassificationTask(config, TASKS["sst-2"], args.max_seq_length, cache,
-                              len(features["input_mask"]))
+    task = ClassificationTask(config=config, glue_task=TASKS["sst-2"],
+                              max_seq_length=args.max_seq_length, train_cache=cache,
+                              train_records=len(features["input_mask"]))
     trainer = Trainer(task, create_strategy("one_device"),
                       TrainerConfig(directory, 10 ** 6, args.batch_size,
                                     steps_per_loop=args.train_steps,

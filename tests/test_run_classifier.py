@@ -11,15 +11,14 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-import torch
-import transformers
 
-from albert.checkpoints import model_weights, read_checkpoint, write_checkpoint
-from albert.checkpoints.naming import backbone_names
+from albert.checkpoints import read_checkpoint, write_checkpoint
 from albert.evaluation import glue_metrics as metrics
-from albert.modeling import AlbertClassifier, AlbertPretrainer
+from albert.modeling import AlbertClassifier
 from conftest import REPO, encoder_inputs, random_inputs, tiny_config
 from glue_fixtures import write_glue
+from hf_reference import assert_head_matches_huggingface
+from original_checkpoints import original_fine_tuned_checkpoint
 from scripts import assert_clean_failure, run_script
 
 TINY = dict(vocab_size=1200, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -54,45 +53,9 @@ def test_our_classifier_and_huggingface_give_the_same_logits(tmp_path, num_label
     config = tiny_config()
     model = AlbertClassifier(config, num_labels=num_labels)
     inputs = encoder_inputs(random_inputs(config))
-    ours = model(inputs, training=False)["logits"].numpy()
-    write_checkpoint(model_weights(model), config, str(tmp_path / "hf"), "hf")
-    saved = json.loads((tmp_path / "hf" / "config.json").read_text())
-    assert saved["architectures"] == ["AlbertForSequenceClassification"]
+    saved = assert_head_matches_huggingface(model, inputs, str(tmp_path / "hf"), "classifier",
+                                            "AlbertForSequenceClassification")
     assert saved["num_labels"] == num_labels
-    hf = transformers.AlbertForSequenceClassification.from_pretrained(str(tmp_path / "hf"))
-    hf.eval()
-    with torch.no_grad():
-        theirs = hf(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                    attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-                    token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long)).logits
-    np.testing.assert_allclose(theirs.numpy(), ours, atol=1e-5)
-    back, _ = read_checkpoint(str(tmp_path / "hf"), "hf", config, heads="required",
-                              head="classifier")
-    for name, value in model_weights(model).items():
-        np.testing.assert_array_equal(back[name], value)
-
-
-def _original_fine_tuned_checkpoint(prefix, config, num_labels, seed=0):
-    """A fine-tuned checkpoint as the original writes it: a TF1 graph with the root-scope head."""
-    rng = np.random.default_rng(seed)
-    values = {row.original: rng.normal(0, 0.05, row.shape).astype("float32")
-              for row in backbone_names(config)}
-    values["output_weights"] = rng.normal(0, 0.05, (num_labels, config.hidden_size)).astype("float32")
-    values["output_bias"] = rng.normal(0, 0.05, (num_labels,)).astype("float32")
-    graph = tf.Graph()
-    with graph.as_default():
-        variables = []
-        for name, value in values.items():
-            variables.append(tf.compat.v1.get_variable(name, initializer=value))
-            for slot in ("adam_m", "adam_v"):
-                variables.append(tf.compat.v1.get_variable(f"{name}/{slot}",
-                                                           initializer=np.zeros_like(value)))
-        variables.append(tf.compat.v1.get_variable("global_step", initializer=np.int64(800)))
-        saver = tf.compat.v1.train.Saver(variables)
-        with tf.compat.v1.Session(graph=graph) as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            saver.save(session, prefix, write_meta_graph=False)
-    return values
 
 
 def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, synthetic_corpus):
@@ -102,7 +65,7 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(config.to_json_string())
     os.makedirs(tmp_path / "mnli")
-    values = _original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-800"), config, 3)
+    values = original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-800"), config, 3)
     glue = write_glue(str(tmp_path / "glue"))
     result = run_script("run_classifier.py", "--task_name=MNLI", f"--data_dir={glue}",
                         f"--albert_config_file={config_file}",
@@ -260,7 +223,7 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
         flags["max_seq_length"], expected = 128, "exceeds the config's max_position_embeddings=64"
     else:
         os.makedirs(tmp_path / "mnli")
-        _original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-1"),
+        original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-1"),
                                         tiny_config(**TINY), 3)
         flags["init_checkpoint"] = str(tmp_path / "mnli")
         expected = "pass --init_encoder_only"
@@ -277,7 +240,7 @@ def test_export_serves_serialized_examples_and_tensors(tmp_path, synthetic_corpu
     _, spm = synthetic_corpus
     config = tiny_config(**TINY)
     os.makedirs(tmp_path / "sts")
-    values = _original_fine_tuned_checkpoint(str(tmp_path / "sts" / "model.ckpt-1"), config, 1)
+    values = original_fine_tuned_checkpoint(str(tmp_path / "sts" / "model.ckpt-1"), config, 1)
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(config.to_json_string())
     glue = write_glue(str(tmp_path / "glue"))
@@ -342,7 +305,7 @@ def test_predict_only_for_the_diagnostic_set_with_an_mnli_model(tmp_path, synthe
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(config.to_json_string())
     os.makedirs(tmp_path / "mnli")
-    _original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-5"), config, 3)
+    original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-5"), config, 3)
     glue = write_glue(str(tmp_path / "glue"))
     result = run_script("run_classifier.py", "--task_name=AX", f"--data_dir={glue}",
                         f"--albert_config_file={config_file}",
@@ -360,7 +323,7 @@ def test_predict_only_for_the_diagnostic_set_with_an_mnli_model(tmp_path, synthe
 
 
 def test_bucketed_evaluation_gives_the_padded_numbers_in_file_order():
-    from albert.tasks.classification import bucketed_logits
+    from albert.tasks.finetuning import bucketed_logits
 
     config = tiny_config()
     model = AlbertClassifier(config, num_labels=2)

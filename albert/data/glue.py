@@ -18,11 +18,12 @@ float score.
 
 import csv
 import dataclasses
-import hashlib
 import logging
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from albert import io
+from albert.data.feature_cache import (FeatureCache, files_fingerprint,
+                                      tokenizer_settings)
 from albert.errors import InputError
 
 logger = logging.getLogger("albert")
@@ -232,22 +233,11 @@ def feature_schema(max_seq_length: int, regression: bool) -> Dict[str, Tuple[str
             "is_real_example": ("int64", 1)}
 
 
-def tokenizer_fingerprint(tokenizer) -> str:
-    """A hash of the vocabulary model (SentencePiece proto or WordPiece vocabulary)."""
-    proto = getattr(tokenizer, "model_proto", None)
-    if proto is None:
-        proto = "\n".join(tokenizer.vocab_words).encode("utf-8")
-    return hashlib.sha256(proto).hexdigest()
-
-
 def cache_settings(task: GlueTask, data_dir: str, split: str, max_seq_length: int,
                    tokenizer) -> dict:
     source = io.join(data_dir, task.directory, task.files[split])
     return {"task": task.name, "split": split, "max_seq_length": max_seq_length,
-            "tokenizer_sha256": tokenizer_fingerprint(tokenizer),
-            "do_lower_case": tokenizer.do_lower_case,
-            "digit_comma_rule": getattr(tokenizer, "digit_comma_rule", None),
-            "source_sha256": hashlib.sha256(io.read_bytes(source)).hexdigest()}
+            **tokenizer_settings(tokenizer), "source_sha256": files_fingerprint([source])}
 
 
 def serialize_features(features: InputFeatures, regression: bool) -> bytes:
@@ -260,73 +250,34 @@ def serialize_features(features: InputFeatures, regression: bool) -> bytes:
         "is_real_example": ("int64", [1])})
 
 
-@dataclasses.dataclass
-class FeatureCache:
-    """A split's feature cache: reusable as it is, or to be written from `examples`.
-
-    `plan_cache` reads (and so validates) what must be rebuilt; `write` then
-    writes it. A script plans every cache before writing any, so a bad row
-    in the dev file leaves no train cache behind.
-    """
-
-    task: GlueTask
-    split: str
-    path: str
-    settings: dict
-    records: int
-    examples: Optional[List[InputExample]] = None
-
-    def write(self, max_seq_length: int, tokenizer) -> int:
-        """Writes the cache if it needs rebuilding; returns its number of records."""
-        from albert.data.tfrecord import TFRecordWriter
-
-        if self.examples is None:
-            return self.records
-        with io.atomic_output_file(self.path) as temporary:
-            writer = TFRecordWriter(temporary)
-            for example in self.examples:
-                writer.write(serialize_features(
-                    convert_example(example, self.task, max_seq_length, tokenizer),
-                    self.task.is_regression))
-            writer.close()
-        io.write_json_atomically(self.path + ".settings.json",
-                                 dict(self.settings, records=len(self.examples)))
-        logger.info("Wrote %d %s %s features to %s", len(self.examples), self.task.name,
-                    self.split, self.path)
-        self.records, self.examples = len(self.examples), None
-        return self.records
-
-
 def plan_cache(task: GlueTask, data_dir: str, split: str, cache_path: str,
                max_seq_length: int, tokenizer) -> FeatureCache:
-    """The cache of a split: reused when made with these settings, else read to be rebuilt.
-
-    The cache is the original's TFRecord file (`<task>_train.tf_record`,
-    `<task>_eval.tf_record`) plus `<cache>.settings.json`: the task, split,
-    `max_seq_length`, tokenizer model hash, lower-casing, digit-comma rule,
-    the source file's hash and the record count. A cache made with other
-    settings, or without a settings file, is rebuilt — never silently reused.
-    """
+    """The cache of a split (`<task>_train.tf_record`, `<task>_eval.tf_record`): reused when
+    made with these settings, else its examples are read to be rebuilt (`FeatureCache`)."""
     if split not in task.files:
         raise InputError(f"Task {task.name} has no {split} set")
     source = io.join(data_dir, task.directory, task.files[split])
     if not io.exists(source):
         raise InputError(f"No such file: {source}")
-    settings = cache_settings(task, data_dir, split, max_seq_length, tokenizer)
-    settings_path = cache_path + ".settings.json"
-    if io.exists(settings_path) and io.exists(cache_path):
-        stored = io.read_json(settings_path)
-        if {k: v for k, v in stored.items() if k != "records"} == settings:
-            return FeatureCache(task, split, cache_path, settings, int(stored["records"]))
-        logger.info("Rebuilding %s: it was made with other settings", cache_path)
-    examples = read_examples(task, data_dir, split, tokenizer.preprocess)
-    if not examples:
-        raise InputError(f"{source} holds no examples")
-    return FeatureCache(task, split, cache_path, settings, 0, examples)
+
+    def read():
+        examples = read_examples(task, data_dir, split, tokenizer.preprocess)
+        if not examples:
+            raise InputError(f"{source} holds no examples")
+        return examples
+
+    return FeatureCache.plan(cache_path, cache_settings(task, data_dir, split, max_seq_length,
+                                                        tokenizer), read)
+
+
+def write_cache(cache: FeatureCache, task: GlueTask, max_seq_length: int, tokenizer) -> int:
+    """Writes a planned cache if it needs rebuilding; returns its number of records."""
+    return cache.write(lambda example: serialize_features(
+        convert_example(example, task, max_seq_length, tokenizer), task.is_regression))
 
 
 def ensure_cache(task: GlueTask, data_dir: str, split: str, cache_path: str,
                  max_seq_length: int, tokenizer) -> int:
     """Makes (or reuses) the feature cache of one split; returns its number of records."""
-    return plan_cache(task, data_dir, split, cache_path, max_seq_length, tokenizer).write(
-        max_seq_length, tokenizer)
+    cache = plan_cache(task, data_dir, split, cache_path, max_seq_length, tokenizer)
+    return write_cache(cache, task, max_seq_length, tokenizer)

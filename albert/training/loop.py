@@ -54,6 +54,9 @@ class Task(abc.ABC):
     best_metric: str
     #: keys of `losses()`, "loss" (the objective) first
     loss_names: tuple
+    #: eval_results.txt layout: "pretraining" (metrics only) or "finetuning"
+    #: (each evaluation followed by `best = <best before it>` and a rule)
+    eval_text_layout = "pretraining"
 
     @abc.abstractmethod
     def build_model(self) -> keras.Model:
@@ -346,7 +349,8 @@ class Trainer:
         if improved:
             best = {"step": step, self.task.best_metric: value}
         # Journal first: a kill before the copy is repaired on the next start.
-        self.directory.record_evaluation(step, metrics, best)
+        self.directory.record_evaluation(step, metrics, best, self.task.best_metric,
+                                         self.task.eval_text_layout)
         if improved:
             self.checkpoints.copy_to_best(step)
         logger.info("Step %d: %s", step,

@@ -20,6 +20,7 @@
 
 import json
 import logging
+import math
 import os
 import socket
 from typing import Dict, List, Optional
@@ -167,8 +168,15 @@ class RunDirectory:
     def best(self) -> Optional[dict]:
         return self.evaluations().get("best")
 
-    def record_evaluation(self, step: int, metrics: dict, best: Optional[dict]) -> None:
-        """Adds an evaluation to the journal (atomically), then regenerates eval_results.txt."""
+    def record_evaluation(self, step: int, metrics: dict, best: Optional[dict],
+                          best_metric: Optional[str] = None, layout: str = "pretraining") -> None:
+        """Adds an evaluation to the journal (atomically), then regenerates eval_results.txt.
+
+        eval_results.txt has one `key = value` line per metric (and
+        `global_step`) of each evaluation; in the fine-tuning layout each
+        evaluation also ends with `best = <best value before it>` (-1 at
+        first) and a line of 50 `=`, as the original fine-tuning scripts write.
+        """
         if not self.is_chief:
             return
         results = self.evaluations()
@@ -177,11 +185,15 @@ class RunDirectory:
         results["evaluations"].sort(key=lambda e: e["step"])
         results["best"] = best
         io.write_json_atomically(self.path(EVAL_JSON), results)
-        lines = []
+        lines, best_so_far = [], -1
         for entry in results["evaluations"]:
             values = {k: v for k, v in entry.items() if k != "step"}
             lines += [f"{key} = {value}" for key, value in
                       sorted(dict(values, global_step=entry["step"]).items())]
+            if layout == "finetuning":
+                lines += [f"best = {best_so_far}", "=" * 50]
+                if entry.get(best_metric, -math.inf) > best_so_far:
+                    best_so_far = entry[best_metric]
         io.write_text_atomically(self.path(EVAL_TXT), "\n".join(lines) + "\n")
         self._scalars("eval", [dict(metrics, step=step)])
 

@@ -10,6 +10,7 @@ from albert.checkpoints.hf import HF_WEIGHTS
 from albert.errors import CheckpointMismatchError, ConfigError
 from albert.modeling import AlbertEncoder, AlbertPretrainer
 from conftest import random_inputs, tiny_config
+from hf_reference import torch_inputs
 
 # The test extras install these; a missing one fails the run rather than skipping.
 import torch  # noqa: E402
@@ -21,12 +22,6 @@ PARITY_CONFIGS = {
     "all_shared": dict(num_hidden_layers=3),
     "not_shared_relu": dict(num_hidden_layers=3, num_hidden_groups=3, hidden_act="relu"),
 }
-
-
-def _torch_inputs(inputs):
-    return dict(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-                token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long))
 
 
 def _randomise_norms_and_biases(model, seed=3):
@@ -47,7 +42,7 @@ def test_pretraining_outputs_match_transformers(tmp_path, name):
     inputs = random_inputs(config, batch_size=4, sequence_length=12)
     ours = model(inputs)
     with torch.no_grad():
-        theirs = reference(**_torch_inputs(inputs), output_hidden_states=True)
+        theirs = reference(**torch_inputs(inputs), output_hidden_states=True)
     hf_mlm = np.take_along_axis(theirs.prediction_logits.numpy(),
                                 inputs["masked_lm_positions"][..., None].astype(np.int64), axis=1)
     hf_pooled = reference.albert.pooler_activation(
@@ -74,7 +69,7 @@ def test_encoder_export_loads_as_albert_model(tmp_path):
     reference = transformers.AlbertModel.from_pretrained(str(tmp_path)).eval()
     inputs = random_inputs(config)
     with torch.no_grad():
-        theirs = reference(**_torch_inputs(inputs))
+        theirs = reference(**torch_inputs(inputs))
     ours = encoder({k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")})
     assert np.abs(np.asarray(ours["pooled_output"]) - theirs.pooler_output.numpy()).max() <= 1e-5
 

@@ -1,0 +1,167 @@
+"""What the fine-tuning scripts share: flags, strategy, initial weights, the trainer.
+
+`run_classifier.py` and `run_race.py` define their own original flags (names
+and defaults differ between the original scripts) and call these for the
+rest, so every fine-tuning script starts, trains, evaluates and picks its
+prediction weights the same way.
+"""
+
+import dataclasses
+from typing import Optional, Tuple
+
+from absl import flags, logging
+
+from albert import cli, io
+from albert.checkpoints import format_names, read_checkpoint
+from albert.errors import CheckpointMismatchError, InputError
+
+FLAGS = flags.FLAGS
+
+
+def define_tpu_flags() -> None:
+    """The original's TPU flags (the strategy is what finds and counts the cores)."""
+    flags.DEFINE_integer("iterations_per_loop", 1000,
+                         "TPU steps per loop (used on TPUs when --steps_per_loop is not given).")
+    flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --strategy=tpu).")
+    flags.DEFINE_string("tpu_name", None, "TPU name or address.")
+    flags.DEFINE_string("tpu_zone", None,
+                        "Accepted for compatibility; the TPU resolver finds the zone.")
+    flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
+    flags.DEFINE_string("master", None, "Accepted for compatibility.")
+    flags.DEFINE_integer("num_tpu_cores", 8,
+                         "Accepted for compatibility (the strategy counts cores).")
+
+
+def define_runtime_flags() -> None:
+    """Flags added to the original's: strategy, precision, XLA, seed, initial weights."""
+    from albert.training import distribute
+    from albert.training.loop import MIXED_PRECISION
+
+    distribute.define_flags()
+    flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
+    flags.DEFINE_bool("jit_compile", False, "Compile the training step and evaluation with XLA.")
+    flags.DEFINE_integer("steps_per_loop", None,
+                         "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
+    flags.DEFINE_integer("random_seed", 12345,
+                         "Seed of the input order, dropout and initialisation.")
+    flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
+                      "Format of --init_checkpoint.")
+    flags.DEFINE_bool("init_encoder_only", False,
+                      "Take only the encoder from --init_checkpoint, e.g. one fine-tuned on "
+                      "another task whose head does not fit this one.")
+    flags.DEFINE_bool("bucket_by_length", False,
+                      "Train on batches of similar length, each cut to its longest example: "
+                      "within every window of 50 steps the examples are sorted by length, cut "
+                      "into batches and the batches shuffled. Faster on short texts; batches "
+                      "are then less random in their lengths, and their shapes vary (not for "
+                      "TPUs).")
+    flags.DEFINE_bool("progress", True, "Show a progress bar.")
+    cli.define_config_flags()
+
+
+BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
+
+
+def create_strategy():
+    """(strategy, its name) from --strategy / --use_tpu / --tpu / --tpu_name."""
+    from albert.training import distribute
+
+    tpu = FLAGS.tpu or FLAGS.tpu_name
+    name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
+    return distribute.create_strategy(name, tpu, FLAGS.cpu_devices), name
+
+
+def load_config(max_seq_length: int, **dropouts):
+    """--albert_config_file, checked against `max_seq_length`; `dropouts` override the config's."""
+    if not FLAGS.albert_config_file:
+        raise InputError("--albert_config_file is required")
+    config = cli.load_albert_config(FLAGS.albert_config_file)
+    if dropouts:
+        config = dataclasses.replace(config, **dropouts)
+    if max_seq_length > config.max_position_embeddings:
+        raise InputError(f"--max_seq_length={max_seq_length} exceeds the config's "
+                         f"max_position_embeddings={config.max_position_embeddings}")
+    return config
+
+
+def initial_weights(config, path: Optional[str], head: str, head_dims: dict,
+                    what: str) -> Optional[dict]:
+    """Weights to start fine-tuning from (--init_checkpoint), checked against the task's head.
+
+    A checkpoint may hold this task's head (a fine-tuned one: all of it is
+    used), another head or none (the encoder is used); --init_encoder_only
+    sets its head aside. `what` names the task in the error for a head of the
+    wrong size.
+    """
+    if not path:
+        return None
+    head_policy = "ignore" if FLAGS.init_encoder_only else "optional"
+    try:
+        weights, _ = read_checkpoint(path, FLAGS.init_checkpoint_format, config, heads=head_policy,
+                                     head=head, head_dims=head_dims)
+    except CheckpointMismatchError as error:
+        if "output_weights" in str(error) and not FLAGS.init_encoder_only:
+            raise CheckpointMismatchError(
+                f"{error}\n  The checkpoint's head does not fit {what}; pass "
+                "--init_encoder_only to start a new head from its encoder") from None
+        raise
+    return weights
+
+
+def prediction_weights(output_dir: str, init_checkpoint: Optional[str], config, head: str,
+                       head_dims: dict, trained: bool) -> Tuple[dict, str]:
+    """(weights, source) to predict with: model.ckpt-best of the run, or, when this run did
+    not train, a fine-tuned --init_checkpoint."""
+    best = io.join(output_dir, "model.ckpt-best")
+    if io.exists(best + ".index"):
+        source, checkpoint_format = best, "tf1"
+    elif init_checkpoint and not trained:
+        source, checkpoint_format = init_checkpoint, FLAGS.init_checkpoint_format
+    else:
+        raise InputError(f"Nothing to predict with: no model.ckpt-best in {output_dir} "
+                         "(train with --do_eval first), and no fine-tuned --init_checkpoint")
+    weights, _ = read_checkpoint(source, checkpoint_format, config, heads="required", head=head,
+                                 head_dims=head_dims)
+    logging.info("Predicting with %s", source)
+    return weights, source
+
+
+def make_trainer(task, strategy, strategy_name: str, *, output_dir: str, train_step: int,
+                 warmup_step: int, learning_rate: float, optimizer: str, train_batch_size: int,
+                 eval_batch_size: int, save_checkpoints_steps: int, keep_checkpoint_max: int):
+    """The one training loop, configured from the script's flags."""
+    import keras
+
+    from albert.training.loop import Trainer, TrainerConfig, variable_names_for
+    from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+
+    keras.utils.set_random_seed(FLAGS.random_seed)
+    steps_per_loop = FLAGS.steps_per_loop or (
+        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
+    return Trainer(
+        task, strategy,
+        TrainerConfig(output_dir=output_dir, num_train_steps=train_step,
+                      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+                      save_checkpoints_steps=save_checkpoints_steps,
+                      keep_checkpoint_max=keep_checkpoint_max, steps_per_loop=steps_per_loop,
+                      jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+                      show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
+                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
+        make_optimizer=lambda names: create_optimizer(
+            optimizer, learning_rate, train_step, warmup_step, variable_names=names),
+        variable_names=variable_names_for,
+        learning_rate=AlbertLearningRateSchedule(learning_rate, train_step, warmup_step))
+
+
+def train_and_evaluate(trainer, do_train: bool, do_eval: bool) -> Optional[dict]:
+    """--do_train (evaluating each checkpoint with --do_eval), or --do_eval alone."""
+    if do_train:
+        result = trainer.train(do_eval=do_eval)
+    elif do_eval:
+        result = trainer.evaluate_checkpoints()
+    else:
+        result = None
+    if result:
+        logging.info("Last evaluation: %s",
+                     ", ".join(f"{k} = {v:.4f}" for k, v in sorted(result.items())))
+    return result
