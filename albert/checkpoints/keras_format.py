@@ -16,7 +16,8 @@ KERAS_FILE = "model.keras"
 def build_model(config: AlbertConfig, head=None, head_dims=None):
     """Our Keras model for `config` with the head `head` (a key of naming.HEADS, or None)."""
     from albert.errors import ConfigError
-    from albert.modeling import AlbertClassifier, AlbertEncoder, AlbertPretrainer
+    from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
+                                 AlbertPretrainer)
 
     if head is None:
         return AlbertEncoder(config)
@@ -24,6 +25,8 @@ def build_model(config: AlbertConfig, head=None, head_dims=None):
         return AlbertPretrainer(config)
     if head == "classifier":
         return AlbertClassifier(config, num_labels=head_dims["C"])
+    if head == "multiple_choice":
+        return AlbertMultipleChoice(config)
     raise ConfigError(f"No Keras model of this package holds the {head} head yet")
 
 
@@ -60,7 +63,8 @@ def _read(path: str, config):
 
 FORMAT = CheckpointFormat(
     name="keras",
-    description="a native Keras 3 .keras file of AlbertEncoder / AlbertPretrainer / AlbertClassifier",
+    description="a native Keras 3 .keras file of AlbertEncoder / AlbertPretrainer / AlbertClassifier / "
+                 "AlbertMultipleChoice",
     output_files=(KERAS_FILE,),
     writes_albert_config=True,
     detect=lambda path: path.endswith(".keras") or io.isfile(io.join(path, KERAS_FILE)),

@@ -8,6 +8,7 @@ from albert.modeling.feed_forward import AlbertFeedForward
 from albert.modeling.heads import AlbertMaskedLMHead, AlbertSentenceOrderHead
 from albert.modeling.losses import (pretraining_losses, pretraining_metric_sums,
                                    pretraining_normalizers)
+from albert.modeling.multiple_choice import AlbertMultipleChoice
 from albert.modeling.pretrainer import AlbertPretrainer
 from albert.modeling.sharing import SharingPlan, sharing_plan
 
@@ -19,6 +20,7 @@ __all__ = [
     "AlbertEncoder",
     "AlbertFeedForward",
     "AlbertMaskedLMHead",
+    "AlbertMultipleChoice",
     "AlbertPretrainer",
     "AlbertSentenceOrderHead",
     "SharingPlan",

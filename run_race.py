@@ -1,0 +1,171 @@
+r"""Fine-tune ALBERT on RACE: train, evaluate every checkpoint, predict on the test set.
+
+    python run_race.py --data_dir=data --albert_config_file=albert_base/albert_config.json \
+        --init_checkpoint=albert_base/model.ckpt-best --spm_model_file=albert_base/30k-clean.model \
+        --output_dir=runs/race --train_file=runs/race/train.tf_record \
+        --eval_file=runs/race/eval.tf_record --max_seq_length=512 --max_qa_length=128 \
+        --do_train --do_eval --train_batch_size=32 --eval_batch_size=8 --learning_rate=1e-5 \
+        --train_step=12000 --warmup_step=1000 --save_checkpoints_steps=100
+
+Data: <data_dir>/RACE/{train,dev,test}/{middle,high}/, each level folder
+holding all.txt (one JSON article per line) or the raw release's one JSON
+file per article. --middle_only / --high_only read one level.
+
+As in the original, --do_train and --do_eval are on by default. Outputs in
+--output_dir: model.ckpt-N every --save_checkpoints_steps, each evaluated
+once on the dev set (eval_results.json / eval_results.txt with the overall
+accuracy and the accuracy of each level; the best by accuracy copied to
+model.ckpt-best); with --do_predict, the test set's accuracy in
+predict_results.txt and one row per question in predictions.tsv (from
+model.ckpt-best, or from a fine-tuned --init_checkpoint when the run does
+not train). Feature caches go to --train_file / --eval_file (default
+<output_dir>/race_{train,eval}.tf_record, + .settings.json) and are rebuilt
+when made with other settings.
+"""
+
+from absl import flags, logging
+
+from albert import cli, finetuning_cli, io
+from albert.data.race import (check_lengths, convert_race_example, level_counts, plan_race_cache,
+                              read_race, selected_levels, write_race_cache)
+from albert.errors import InputError
+from albert.tokenization import load_tokenizer, require_special_tokens
+
+# --- the original's 35 flags ---
+flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}/.")
+flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
+flags.DEFINE_string("task_name", "race", "The task (only 'race').")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (when there is no SentencePiece model).")
+flags.DEFINE_string("train_file", None,
+                    "Training feature cache (default <output_dir>/race_train.tf_record); made "
+                    "if missing or made with other settings.")
+flags.DEFINE_string("eval_file", None,
+                    "Dev feature cache (default <output_dir>/race_eval.tf_record).")
+flags.DEFINE_string("predict_file", None,
+                    "Accepted for compatibility (the original did not use it either).")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, evaluation results and predictions.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial weights: a pretraining or released checkpoint, or a fine-tuned RACE "
+                    "one with its head; any format convert_checkpoint.py reads.")
+flags.DEFINE_string("albert_hub_module_handle", None,
+                    "A TF-Hub ALBERT module directory on disk (used like --init_checkpoint; "
+                    "nothing is downloaded).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
+flags.DEFINE_float("dropout_prob", 0.1, "Dropout of the multiple-choice head.")
+flags.DEFINE_integer("max_seq_length", 512, "Tokens per option's sequence.")
+flags.DEFINE_integer("max_qa_length", 128,
+                     "Tokens kept of question + option (the last ones); the article fills the rest.")
+flags.DEFINE_integer("num_keep_checkpoint", 5,
+                     "Checkpoints kept (0: all); an unevaluated one is never deleted (the "
+                     "original ignored the flag).")
+flags.DEFINE_bool("high_only", False, "Only the high-school level.")
+flags.DEFINE_bool("middle_only", False, "Only the middle-school level.")
+flags.DEFINE_bool("do_train", True, "Fine-tune.")
+flags.DEFINE_bool("do_eval", True,
+                  "Evaluate every checkpoint once on the dev set (during training, or, without "
+                  "--do_train, every checkpoint in --output_dir not evaluated yet).")
+flags.DEFINE_bool("do_predict", False,
+                  "Accuracy on the test set, and its predictions, with model.ckpt-best (or "
+                  "--init_checkpoint when this run does not train).")
+flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
+flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_float("learning_rate", 1e-5, "Peak learning rate (AdamW, as the original).")
+flags.DEFINE_integer("train_step", 12000, "Training steps.")
+flags.DEFINE_integer("warmup_step", 1000, "Linear warm-up steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 100, "Checkpoint (and evaluate) every N steps.")
+finetuning_cli.define_tpu_flags()
+# --- added here ---
+finetuning_cli.define_runtime_flags()
+flags.DEFINE_integer("num_choices", 4, "Options per question.")
+flags.mark_flags_as_required(["data_dir", "spm_model_file", "albert_config_file", "output_dir"])
+
+FLAGS = flags.FLAGS
+HEAD = "multiple_choice"
+
+
+def main(argv):
+    del argv
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        raise InputError("At least one of --do_train, --do_eval or --do_predict must be set")
+    if FLAGS.task_name.lower() != "race":
+        raise InputError(f"Task not found: {FLAGS.task_name} (run_race.py runs 'race')")
+    if FLAGS.num_choices < 2:
+        raise InputError(f"--num_choices must be at least 2, got {FLAGS.num_choices}")
+    levels = selected_levels(FLAGS.middle_only, FLAGS.high_only)
+    check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
+    strategy, strategy_name = finetuning_cli.create_strategy()
+    config = finetuning_cli.load_config(FLAGS.max_seq_length)
+    tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.spm_model_file, FLAGS.do_lower_case)
+    require_special_tokens(tokenizer)
+    init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
+    weights = finetuning_cli.initial_weights(config, init_checkpoint, HEAD, {},
+                                             "the multiple-choice head")
+
+    from albert.tasks.multiple_choice import MultipleChoiceTask
+    from albert.training.run_directory import RunDirectory
+
+    task = MultipleChoiceTask(config=config, max_seq_length=FLAGS.max_seq_length,
+                              num_choices=FLAGS.num_choices, head_dropout=FLAGS.dropout_prob,
+                              initial_weights=weights)
+    # The run directory is checked before the feature caches are written into it.
+    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
+    # Every input is read (and so checked) before any cache is written.
+    caches = {}
+    for wanted, split, path, default in (
+            (FLAGS.do_train, "train", FLAGS.train_file, "race_train.tf_record"),
+            (FLAGS.do_eval, "dev", FLAGS.eval_file, "race_eval.tf_record")):
+        if wanted:
+            caches[split] = plan_race_cache(
+                FLAGS.data_dir, split, path or io.join(FLAGS.output_dir, default), levels,
+                FLAGS.max_seq_length, FLAGS.max_qa_length, tokenizer, FLAGS.num_choices)
+    test_examples = (read_race(FLAGS.data_dir, "test", levels, tokenizer.preprocess,
+                               FLAGS.num_choices) if FLAGS.do_predict else None)
+    if FLAGS.do_predict and not test_examples:
+        raise InputError(f"RACE test ({', '.join(levels)}) holds no questions")
+    for cache in caches.values():
+        write_race_cache(cache, FLAGS.max_seq_length, FLAGS.max_qa_length, tokenizer)
+    if "train" in caches:
+        task.train_cache, task.train_records = caches["train"].path, caches["train"].records
+    if "dev" in caches:
+        task.eval_cache = caches["dev"].path
+        task.eval_parts = tuple(caches["dev"].counts.items())
+
+    trainer = finetuning_cli.make_trainer(
+        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate, optimizer="adamw",
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.num_keep_checkpoint)
+    finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
+    if FLAGS.do_predict:
+        predict(task, trainer, tokenizer, init_checkpoint, test_examples)
+
+
+def predict(task, trainer, tokenizer, init_checkpoint, examples):
+    """Test-set accuracy (overall and per level) and predictions.tsv."""
+    from albert.checkpoints import assign_model_weights
+    from albert.tasks.finetuning import bucketed_logits
+    from albert.tasks.multiple_choice import (multiple_choice_metrics, stack_choice_features,
+                                              write_race_predictions)
+
+    weights, source = finetuning_cli.prediction_weights(
+        FLAGS.output_dir, init_checkpoint, task.config, HEAD, {}, FLAGS.do_train)
+    model = task.build_model()
+    assign_model_weights(model, weights, source)
+    features = stack_choice_features([
+        convert_race_example(example, FLAGS.max_seq_length, FLAGS.max_qa_length, tokenizer)
+        for example in examples])
+    logits = bucketed_logits(model, features, FLAGS.predict_batch_size, FLAGS.jit_compile)
+    metrics = multiple_choice_metrics(logits, features["label_ids"],
+                                      tuple(level_counts(examples).items()))
+    best = trainer.directory.best()
+    written = write_race_predictions(FLAGS.output_dir, examples, logits, metrics,
+                                     best[task.best_metric] if best else -1)
+    logging.info("Test: %s", ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items())))
+    logging.info("Wrote %s", ", ".join(written))
+
+
+if __name__ == "__main__":
+    cli.run(main)
