@@ -43,7 +43,8 @@ setup(
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.
+        # setuptools < 81: tensorflow-hub 0.16 imports pkg_resources (hub.KerasLayer tests).
         "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", "scipy>=1.10",
-                 "scikit-learn>=1.3", *DEMO_REQUIREMENTS],
+                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS],
     },
 )

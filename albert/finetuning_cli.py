@@ -73,15 +73,31 @@ def create_strategy():
 
 def load_config(max_seq_length: int, **dropouts):
     """--albert_config_file, checked against `max_seq_length`; `dropouts` override the config's."""
-    if not FLAGS.albert_config_file:
-        raise InputError("--albert_config_file is required")
-    config = cli.load_albert_config(FLAGS.albert_config_file)
+    if FLAGS.albert_config_file:
+        config = cli.load_albert_config(FLAGS.albert_config_file)
+    else:
+        config = _hub_module_config()
     if dropouts:
         config = dataclasses.replace(config, **dropouts)
     if max_seq_length > config.max_position_embeddings:
         raise InputError(f"--max_seq_length={max_seq_length} exceeds the config's "
                          f"max_position_embeddings={config.max_position_embeddings}")
     return config
+
+
+def _hub_module_config():
+    """The config an --albert_hub_module_handle carries (our exported encoder, HF, Keras)."""
+    from albert.checkpoints import read_weights
+
+    handle = getattr(FLAGS, "albert_hub_module_handle", None)
+    carried = None
+    if handle:
+        _, carried, _ = read_weights(handle, FLAGS.init_checkpoint_format)
+    if carried is None:
+        raise InputError("--albert_config_file is required (or an --albert_hub_module_handle "
+                         "that carries its config, such as an encoder from python -m "
+                         "albert.export)")
+    return carried
 
 
 def initial_weights(config, path: Optional[str], head: str, head_dims: dict,

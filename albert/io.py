@@ -273,3 +273,44 @@ def atomic_output_dir(final_dir: str, overwrite: bool = False):
             rename(join(scratch, name), join(final_dir, name))
     finally:
         rmtree(scratch)
+
+
+@contextlib.contextmanager
+def new_directory(final_dir: str, overwrite: bool = False):
+    """Yields a scratch directory beside `final_dir`; on success it becomes `final_dir`.
+
+    For outputs that are directories as a whole (SavedModels). An existing
+    `final_dir` is an error unless `overwrite`, checked before any work; it is
+    replaced only once the new one is complete. On failure the scratch
+    directory is removed and `final_dir` is untouched.
+    """
+    final_dir = absolute(final_dir).rstrip("/")
+    if exists(final_dir) and not overwrite:
+        raise InputError(f"{final_dir} already exists; remove it or choose another output "
+                         "directory")
+    scratch = temporary_name(final_dir)
+    makedirs(scratch)
+    try:
+        yield scratch
+        if exists(final_dir):
+            previous = temporary_name(final_dir)
+            rename(final_dir, previous)
+            rename(scratch, final_dir)
+            rmtree(previous)
+        else:
+            rename(scratch, final_dir)
+    finally:
+        if exists(scratch):
+            rmtree(scratch)
+
+
+@contextlib.contextmanager
+def local_scratch_dir(prefix: str = "albert-"):
+    """A temporary local directory, removed afterwards."""
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

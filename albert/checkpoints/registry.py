@@ -16,7 +16,7 @@ from albert.errors import ConfigError, InputError
 
 # Registry order is detection order: file-suffix formats first, then the two
 # kinds of TF checkpoint.
-_MODULES = ("keras_format", "hf", "model_garden", "tf1")
+_MODULES = ("keras_format", "hf", "savedmodel", "model_garden", "tf1")
 
 
 @functools.lru_cache(maxsize=None)

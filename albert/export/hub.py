@@ -1,0 +1,304 @@
+"""TF-Hub-style SavedModels: the encoder (TF2 encoder convention) and its text preprocessor.
+
+They load the way ALBERT users load `albert_en_base` and `albert_en_preprocess`
+from TF Hub, with local paths in place of the URLs, and without importing
+this package:
+
+    preprocessor = hub.KerasLayer("export/preprocessor")
+    encoder = hub.KerasLayer("export/encoder", trainable=True)
+    pooled = encoder(preprocessor(sentences))["pooled_output"]
+
+**Encoder** (`encoder/`): called with a dict of int32 `[batch, seq_length]`
+tensors `input_word_ids`, `input_mask`, `input_type_ids` and a `training`
+argument (dropout), it returns `pooled_output` `[batch, H]`, `sequence_output`
+`[batch, seq_length, H]`, `encoder_outputs` (the output of every block
+application) and `default` (= `pooled_output`). It carries `variables`,
+`trainable_variables` (for fine-tuning through `hub.KerasLayer(...,
+trainable=True)`), an `mlm` sub-object when the checkpoint has the
+pretraining heads (`masked_lm_positions` `[batch, M]` in, `mlm_logits`
+`[batch, M, V]` out), `serve` / `serve_training` functions and a
+`serving_default` signature taking the dict (block outputs flattened to
+`encoder_outputs_<i>`; Keras 3's `TFSMLayer` calls `serve`), and its config
+and SentencePiece model as assets.
+
+**Preprocessor** (`preprocessor/`): called with a string `[batch]` tensor, it
+returns the three int32 inputs at `seq_length` (default 128) for
+single-segment text. `tokenize` (string `[batch]` → ragged int32 piece ids,
+with the original's text preprocessing, lower-casing and accent stripping)
+and `bert_pack_inputs(segments, seq_length)` (1 to 3 ragged segments,
+truncated round-robin, `[CLS] A [SEP] B [SEP]`, type ids, padding) compose
+the same for pairs; `tokenize.get_special_tokens_dict()` gives the ids of
+the vocabulary.
+"""
+
+from typing import Optional
+
+import tensorflow as tf
+
+from albert import io
+
+INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+CONFIG_ASSET = "albert_config.json"
+SPM_ASSET = "30k-clean.model"
+MAX_SEGMENTS = 3  # bert_pack_inputs is traced for 1 .. MAX_SEGMENTS segments
+
+_Trackable = tf.__internal__.tracking.AutoTrackable
+
+
+def _input_spec():
+    return {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in INPUT_KEYS}
+
+
+def _encoder_outputs(outputs) -> dict:
+    return {"pooled_output": outputs["pooled_output"],
+            "sequence_output": outputs["sequence_output"],
+            "encoder_outputs": list(outputs["encoder_outputs"]),
+            "default": outputs["pooled_output"]}
+
+
+class _MaskedLM(_Trackable):
+    """The `mlm` sub-object: encoder outputs plus `mlm_logits` at `masked_lm_positions`."""
+
+    def __init__(self, pretrainer):
+        super().__init__()
+        self._pretrainer = pretrainer
+        self._variables = [v.value for v in pretrainer.variables]   # the heads' too
+        spec = dict(_input_spec(), masked_lm_positions=tf.TensorSpec(
+            [None, None], tf.int32, name="masked_lm_positions"))
+        self.__call__ = tf.function(self._call)
+        for training in (False, True):
+            self.__call__.get_concrete_function(spec, training=training)
+
+    def _call(self, inputs, training=False):
+        outputs = self._pretrainer(inputs, training=training)
+        return dict(_encoder_outputs(outputs), mlm_logits=outputs["mlm_logits"])
+
+
+class EncoderExport(_Trackable):
+    """The encoder SavedModel's root object (see the module docstring).
+
+    Args:
+      model: an `AlbertEncoder`, or an `AlbertPretrainer` (adds `mlm`).
+      assets_dir: a scratch directory for the asset files until the SavedModel is saved.
+      config_json: the `albert_config.json` text, stored as an asset.
+      spm_model_file: the SentencePiece model, stored as an asset (optional).
+    """
+
+    def __init__(self, model, assets_dir: str, config_json: str,
+                 spm_model_file: Optional[str] = None):
+        super().__init__()
+        encoder = getattr(model, "encoder", model)
+        self._encoder = encoder
+        # hub.KerasLayer and TFSMLayer read these lists to train or freeze the encoder.
+        self.variables = [v.value for v in encoder.variables]
+        self.trainable_variables = [v.value for v in encoder.trainable_variables]
+        self.regularization_losses = []
+        if encoder is not model:
+            self.mlm = _MaskedLM(model)
+        # The weights under the original's names, so that the SavedModel is also a
+        # checkpoint the converters read (`albert.checkpoints.savedmodel`).
+        from albert.checkpoints import model_variables
+
+        named = model_variables(model)
+        self.albert_weights = [variable.value for variable in named.values()]
+        self.albert_weight_names = tf.function(
+            lambda: tf.constant(list(named), tf.string), input_signature=[])
+        self.__call__ = tf.function(self._call)
+        for training in (False, True):
+            self.__call__.get_concrete_function(_input_spec(), training=training)
+        # One dict argument, flat outputs: the serving signature and Keras 3's
+        # TFSMLayer (`call_endpoint="serve"`, `call_training_endpoint="serve_training"`).
+        self.serve = tf.function(self._serve, input_signature=[_input_spec()])
+        self.serve_training = tf.function(lambda inputs: self._serve(inputs, training=True),
+                                          input_signature=[_input_spec()])
+        config_path = io.join(assets_dir, CONFIG_ASSET)
+        io.write_text_atomically(config_path, config_json)
+        self.albert_config_file = tf.saved_model.Asset(config_path)
+        if spm_model_file:
+            spm_path = io.join(assets_dir, SPM_ASSET)
+            io.write_bytes_atomically(spm_path, io.read_bytes(spm_model_file))
+            self.sp_model_file = tf.saved_model.Asset(spm_path)
+
+    def _call(self, inputs, training=False):
+        return _encoder_outputs(self._encoder(inputs, training=training))
+
+    def _serve(self, inputs, training=False):
+        outputs = self._call(inputs, training=training)
+        blocks = outputs.pop("encoder_outputs")
+        outputs.update({f"encoder_outputs_{index}": block for index, block in enumerate(blocks)})
+        return outputs
+
+
+class _Tokenize(_Trackable):
+    """`tokenize`: string `[batch]` → ragged int32 piece ids; `get_special_tokens_dict()`."""
+
+    def __init__(self, in_graph_tokenizer, special_ids: dict):
+        super().__init__()
+        self._tokenizer = in_graph_tokenizer
+        self._special_ids = dict(special_ids)
+        self.__call__ = tf.function(self._tokenizer.tokenize,
+                                    input_signature=[tf.TensorSpec([None], tf.string)])
+        self.get_special_tokens_dict = tf.function(self._special_tokens, input_signature=[])
+
+    def _special_tokens(self):
+        return {name: tf.constant(value, tf.int32) for name, value in self._special_ids.items()}
+
+
+class _PackInputs(_Trackable):
+    """`bert_pack_inputs(segments, seq_length)`: ragged segments → the encoder's inputs."""
+
+    def __init__(self, special_ids: dict, default_seq_length: int):
+        super().__init__()
+        self._cls = special_ids["start_of_sequence_id"]
+        self._sep = special_ids["end_of_segment_id"]
+        self._pad = special_ids["padding_id"]
+        self.__call__ = tf.function(self._pack)
+        ragged = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
+        for count in range(1, MAX_SEGMENTS + 1):
+            self.__call__.get_concrete_function([ragged] * count,
+                                                tf.TensorSpec([], tf.int32))
+        self.default_seq_length = default_seq_length
+
+    def _pack(self, segments, seq_length=128):
+        import tensorflow_text
+
+        seq_length = tf.cast(seq_length, tf.int32)
+        segments = [tf.cast(segment, tf.int32) for segment in segments]
+        budget = seq_length - (len(segments) + 1)   # [CLS] and one [SEP] per segment
+        trimmed = tensorflow_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+        ids, type_ids = tensorflow_text.combine_segments(
+            trimmed, start_of_sequence_id=self._cls, end_of_segment_id=self._sep)
+        input_word_ids, input_mask = tensorflow_text.pad_model_inputs(
+            ids, max_seq_length=seq_length, pad_value=self._pad)
+        input_type_ids, _ = tensorflow_text.pad_model_inputs(type_ids, max_seq_length=seq_length)
+        return {"input_word_ids": tf.cast(input_word_ids, tf.int32),
+                "input_mask": tf.cast(input_mask, tf.int32),
+                "input_type_ids": tf.cast(input_type_ids, tf.int32)}
+
+
+class PreprocessorExport(_Trackable):
+    """The preprocessor SavedModel's root object (see the module docstring).
+
+    Args:
+      tokenizer: the Python `SentencePieceTokenizer` (model, lower-casing, digit-comma rule).
+      assets_dir: a scratch directory for the asset file until the SavedModel is saved.
+      spm_model_file: the SentencePiece model, stored as an asset.
+      seq_length: the root call's sequence length.
+    """
+
+    def __init__(self, tokenizer, assets_dir: str, spm_model_file: str, seq_length: int = 128):
+        super().__init__()
+        from albert.tokenization.in_graph import InGraphSentencePieceTokenizer
+
+        special_ids = {"vocab_size": tokenizer.vocab_size,
+                       "start_of_sequence_id": tokenizer.cls_id,
+                       "end_of_segment_id": tokenizer.sep_id,
+                       "padding_id": tokenizer.pad_id,
+                       "mask_id": tokenizer.mask_id}
+        self.tokenize = _Tokenize(InGraphSentencePieceTokenizer(tokenizer), special_ids)
+        self.bert_pack_inputs = _PackInputs(special_ids, seq_length)
+        self.seq_length = seq_length
+        self.__call__ = tf.function(self._call, input_signature=[tf.TensorSpec([None], tf.string)])
+        spm_path = io.join(assets_dir, SPM_ASSET)
+        io.write_bytes_atomically(spm_path, io.read_bytes(spm_model_file))
+        self.sp_model_file = tf.saved_model.Asset(spm_path)
+
+    def _call(self, sentences):
+        # (`__call__` set on an instance is what a loaded SavedModel calls; in
+        # Python it has to be named.)
+        return self.bert_pack_inputs.__call__([self.tokenize.__call__(sentences)],
+                                              tf.constant(self.seq_length, tf.int32))
+
+
+def save(root, export_dir: str, signatures=None) -> None:
+    """Saves a SavedModel root object to `export_dir`."""
+    options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+    tf.saved_model.save(root, export_dir, signatures=signatures, options=options)
+
+
+ENCODER_DIR = "encoder"
+PREPROCESSOR_DIR = "preprocessor"
+
+
+def build_export_model(config, weights):
+    """`AlbertPretrainer` when `weights` hold the pretraining heads (for `mlm`), else
+    `AlbertEncoder`, loaded with `weights`."""
+    from albert.checkpoints import assign_model_weights, has_heads
+    from albert.modeling import AlbertEncoder, AlbertPretrainer
+
+    model = AlbertPretrainer(config) if has_heads(weights) else AlbertEncoder(config)
+    assign_model_weights(model, weights, "the checkpoint to export")
+    return model
+
+
+def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str], export_dir: str,
+                      seq_length: int = 128, overwrite: bool = False,
+                      tflite: bool = False) -> list:
+    """Writes `encoder/` (and, with a SentencePiece model, `preprocessor/`; with `tflite`,
+    `encoder.tflite` for `[1, seq_length]`) into `export_dir`.
+
+    Each directory is written to a scratch directory and moved into place
+    only when complete; existing ones are refused unless `overwrite`.
+    Returns the directories written.
+    """
+    from albert.errors import InputError
+
+    targets = ([ENCODER_DIR] + ([PREPROCESSOR_DIR] if spm_model_file else [])
+               + ([TFLITE_FILE] if tflite else []))
+    existing = [name for name in targets if io.exists(io.join(export_dir, name))]
+    if existing and not overwrite:
+        raise InputError(f"{export_dir} already holds {', '.join(existing)}; pass --overwrite "
+                         "or choose another --export_dir")
+    model = build_export_model(config, weights)
+    written = []
+    with io.new_directory(io.join(export_dir, ENCODER_DIR), overwrite) as scratch, \
+            io.local_scratch_dir() as assets:
+        root = EncoderExport(model, assets, config.to_json_string(), spm_model_file)
+        save(root, scratch, signatures={"serving_default": root.serve})
+    written.append(io.join(export_dir, ENCODER_DIR))
+    if spm_model_file:
+        with io.new_directory(io.join(export_dir, PREPROCESSOR_DIR), overwrite) as scratch, \
+                io.local_scratch_dir() as assets:
+            save(PreprocessorExport(tokenizer, assets, spm_model_file, seq_length), scratch)
+        written.append(io.join(export_dir, PREPROCESSOR_DIR))
+    if tflite:
+        io.write_bytes_atomically(io.join(export_dir, TFLITE_FILE),
+                                  tflite_encoder(getattr(model, "encoder", model), seq_length))
+        written.append(io.join(export_dir, TFLITE_FILE))
+    return written
+
+
+TFLITE_FILE = "encoder.tflite"
+
+
+class _StaticEncoder(_Trackable):
+    """The encoder with fixed `[1, seq_length]` inputs, the shape TFLite runs."""
+
+    def __init__(self, encoder, seq_length: int):
+        super().__init__()
+        self._encoder = encoder
+        self._variables = [v.value for v in encoder.variables]
+        specs = [tf.TensorSpec([1, seq_length], tf.int32, name=key) for key in INPUT_KEYS]
+        self.serve = tf.function(self._serve, input_signature=specs)
+
+    def _serve(self, input_word_ids, input_mask, input_type_ids):
+        outputs = self._encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                                 "input_type_ids": input_type_ids}, training=False)
+        return {"pooled_output": outputs["pooled_output"],
+                "sequence_output": outputs["sequence_output"]}
+
+
+def tflite_encoder(encoder, seq_length: int) -> bytes:
+    """A TFLite flatbuffer of the encoder for one `[1, seq_length]` sequence.
+
+    Built-in TFLite ops only (no Flex delegate needed): the encoder is
+    written with matrix products, gathers and element-wise ops. Its
+    `serving_default` signature takes `input_word_ids`, `input_mask`,
+    `input_type_ids` and returns `pooled_output` and `sequence_output`.
+    """
+    with io.local_scratch_dir() as scratch:
+        root = _StaticEncoder(encoder, seq_length)
+        save(root, scratch, signatures={"serving_default": root.serve})
+        converter = tf.lite.TFLiteConverter.from_saved_model(scratch)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        return converter.convert()

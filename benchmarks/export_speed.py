@@ -1,0 +1,139 @@
+"""Speed of the exported models: text → preprocessor → encoder, and TFLite for one sequence.
+
+    python benchmarks/export_speed.py            # ALBERT-base v2 shape, seq_length 128
+
+Data: the 200 movie-review sentences of Pang & Lee's polarity data (in the
+gensim wheel), a SentencePiece model trained on the demo corpus, an
+ALBERT-base model with random weights exported by `python -m albert.export
+--tflite`.
+
+Sentences/s from raw strings to `pooled_output`, batch 32, interleaved rounds:
+* exported: `preprocessor(strings)` then `encoder(inputs)` of the SavedModels
+  (tensorflow-text tokenization in the graph), as a TF-Hub user runs them;
+* Python: this package's `SentencePieceTokenizer` and feature conversion,
+  then `AlbertEncoder` in a `tf.function`.
+Latency of one 128-token sequence: `encoder.tflite` (TFLite interpreter,
+XNNPACK) vs the SavedModel encoder's `serve`.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+
+def prepare(work_dir: str, config_path: str, seq_length: int):
+    """(export dir, spm model, sentences): exports a random-weight model once."""
+    from albert.checkpoints import model_weights
+    from albert.config import AlbertConfig
+    from albert.datasets import sources
+    from albert.datasets.demo_corpus import build_demo_corpus
+    from albert.datasets.glue_demo import polarity_sentences
+    from albert.export.hub import export_hub_models
+    from albert.modeling import AlbertEncoder
+    from albert.tokenization import SentencePieceTokenizer
+    from albert.tokenization.training import train_sentencepiece
+
+    corpus = os.path.join(work_dir, "corpus")
+    build_demo_corpus(corpus)
+    prefix = os.path.join(work_dir, "spm8000")
+    if not os.path.exists(prefix + ".model"):
+        train_sentencepiece([os.path.join(corpus, "train.txt")], prefix, vocab_size=8000)
+    sentences = [s for s, _ in polarity_sentences(sources.gensim_file(sources.PANG_LEE_POLARITY))]
+    export_dir = os.path.join(work_dir, "export")
+    if not os.path.exists(os.path.join(export_dir, "encoder.tflite")):
+        config = AlbertConfig.from_json_file(config_path)
+        encoder = AlbertEncoder(config)
+        export_hub_models(config, model_weights(encoder),
+                          SentencePieceTokenizer(prefix + ".model"), prefix + ".model",
+                          export_dir, seq_length, overwrite=True, tflite=True)
+    return export_dir, prefix + ".model", sentences
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=os.path.join(REPO, "configs", "albert_base_v2.json"))
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency_runs", type=int, default=20)
+    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(),
+                                                          "albert-export-bench"))
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    export_dir, spm, sentences = prepare(args.work_dir, args.config, args.seq_length)
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+
+    from albert.checkpoints import load_into_model
+    from albert.config import AlbertConfig
+    from albert.data.glue import TASKS, InputExample, convert_example
+    from albert.modeling import AlbertEncoder
+    from albert.tokenization import SentencePieceTokenizer
+
+    preprocessor = tf.saved_model.load(os.path.join(export_dir, "preprocessor"))
+    saved_encoder = tf.saved_model.load(os.path.join(export_dir, "encoder"))
+    encoder = AlbertEncoder(AlbertConfig.from_json_file(args.config))
+    load_into_model(encoder, os.path.join(export_dir, "encoder"))
+    tokenizer = SentencePieceTokenizer(spm)
+    encode = tf.function(lambda inputs: encoder(inputs, training=False)["pooled_output"])
+    batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]
+
+    def exported_path():
+        for batch in batches:
+            saved_encoder(preprocessor(tf.constant(batch)), training=False)["pooled_output"].numpy()
+
+    def python_path():
+        for batch in batches:
+            features = [convert_example(InputExample("0", tokenizer.preprocess(s), None, "0"),
+                                        TASKS["sst-2"], args.seq_length, tokenizer) for s in batch]
+            encode({"input_word_ids": tf.constant([f.input_ids for f in features]),
+                    "input_mask": tf.constant([f.input_mask for f in features]),
+                    "input_type_ids": tf.constant([f.segment_ids for f in features])}).numpy()
+
+    timings = {"exported": [], "python": []}
+    exported_path(), python_path()   # warm up (tracing)
+    for _ in range(args.rounds):
+        for name, run in (("exported", exported_path), ("python", python_path)):
+            start = time.perf_counter()
+            run()
+            timings[name].append(time.perf_counter() - start)
+
+    interpreter = tf.lite.Interpreter(
+        model_content=open(os.path.join(export_dir, "encoder.tflite"), "rb").read())
+    runner = interpreter.get_signature_runner("serving_default")
+    one = preprocessor(tf.constant(sentences[:1]))
+    one_np = {name: value.numpy() for name, value in one.items()}
+    latencies = {"tflite": [], "savedmodel": []}
+    runner(**one_np), saved_encoder.serve(one)
+    for _ in range(args.latency_runs):
+        start = time.perf_counter()
+        runner(**one_np)
+        latencies["tflite"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        saved_encoder.serve(one)["pooled_output"].numpy()
+        latencies["savedmodel"].append(time.perf_counter() - start)
+
+    report = {
+        "sentences": len(sentences), "seq_length": args.seq_length, "batch_size": args.batch_size,
+        "sentences_per_second": {name: round(len(sentences) / statistics.median(values), 2)
+                                 for name, values in timings.items()},
+        "one_sequence_latency_ms": {name: round(1000 * statistics.median(values), 1)
+                                    for name, values in latencies.items()},
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""TF-Hub-style export: loaded the way TF-Hub users load ALBERT, in processes without `albert`."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from albert.checkpoints import model_weights, write_checkpoint
+from albert.data.glue import InputExample, TASKS, convert_example
+from albert.modeling import AlbertPretrainer
+from albert.tokenization import SentencePieceTokenizer
+from conftest import tiny_config
+from scripts import assert_clean_failure, run_script
+
+SENTENCES = ["The ferry left Zürich at dawn, carrying 1,200 passengers.",
+             "She said the café had closed for the winter.",
+             "Rain."]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, synthetic_corpus):
+    """(export dir, checkpoint dir, config, spm model) of a tiny pretrained-shape model."""
+    _, spm = synthetic_corpus
+    directory = tmp_path_factory.mktemp("export")
+    config = tiny_config(vocab_size=1200, max_position_embeddings=128,
+                         hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    model = AlbertPretrainer(config)
+    write_checkpoint(model_weights(model), config, str(directory / "ckpt"), "tf1")
+    result = run_script("-m", "albert.export", f"--init_checkpoint={directory / 'ckpt'}",
+                        f"--albert_config_file={directory / 'ckpt' / 'albert_config.json'}",
+                        f"--spm_model_file={spm}", f"--export_dir={directory / 'export'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return str(directory / "export"), str(directory / "ckpt"), config, spm
+
+
+def _run_without_albert(code: str, tmp_path) -> dict:
+    """Runs `code` in a fresh Python in `tmp_path` (no `albert` importable there); its last
+    stdout line is JSON."""
+    script = tmp_path / "user_code.py"
+    script.write_text(textwrap.dedent(code))
+    env = dict(os.environ, PYTHONPATH="", TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _reference(exported, sentences, seq_length=128):
+    """Our Python tokenizer's single-segment features and AlbertEncoder's outputs."""
+    _, checkpoint, config, spm = exported
+    from albert.checkpoints import load_into_model
+    from albert.modeling import AlbertEncoder
+
+    tokenizer = SentencePieceTokenizer(spm)
+    features = [convert_example(InputExample(str(i), tokenizer.preprocess(s), None, "0"),
+                                TASKS["sst-2"], seq_length, tokenizer)
+                for i, s in enumerate(sentences)]
+    inputs = {"input_word_ids": np.array([f.input_ids for f in features], np.int32),
+              "input_mask": np.array([f.input_mask for f in features], np.int32),
+              "input_type_ids": np.array([f.segment_ids for f in features], np.int32)}
+    encoder = AlbertEncoder(config)
+    load_into_model(encoder, checkpoint, "tf1")
+    outputs = encoder(inputs, training=False)
+    return inputs, outputs["pooled_output"].numpy(), outputs["sequence_output"].numpy()
+
+
+def test_hub_keras_layers_give_the_encoder_outputs_on_real_sentences(exported, tmp_path):
+    export_dir = exported[0]
+    seen = _run_without_albert(f"""
+        import json, sys
+        import tensorflow as tf
+        import tensorflow_hub as hub
+        import tensorflow_text  # registers the preprocessor's ops, as for TF Hub's models
+        preprocessor = hub.KerasLayer({export_dir + '/preprocessor'!r})
+        encoder = hub.KerasLayer({export_dir + '/encoder'!r})
+        inputs = preprocessor(tf.constant({SENTENCES!r}))
+        outputs = encoder(inputs)
+        special = tf.saved_model.load({export_dir + '/preprocessor'!r}).tokenize.get_special_tokens_dict()
+        assert "albert" not in sys.modules
+        print(json.dumps({{"ids": inputs["input_word_ids"].numpy().tolist(),
+                           "mask": inputs["input_mask"].numpy().tolist(),
+                           "types": inputs["input_type_ids"].numpy().tolist(),
+                           "pooled": outputs["pooled_output"].numpy().tolist(),
+                           "sequence": outputs["sequence_output"].numpy().tolist(),
+                           "blocks": len(outputs["encoder_outputs"]),
+                           "default": outputs["default"].numpy().tolist(),
+                           "special": {{k: int(v) for k, v in special.items()}}}}))
+    """, tmp_path)
+    inputs, pooled, sequence = _reference(exported, SENTENCES)
+    np.testing.assert_array_equal(seen["ids"], inputs["input_word_ids"])
+    np.testing.assert_array_equal(seen["mask"], inputs["input_mask"])
+    np.testing.assert_array_equal(seen["types"], inputs["input_type_ids"])
+    np.testing.assert_allclose(seen["pooled"], pooled, atol=1e-5)
+    np.testing.assert_allclose(seen["default"], pooled, atol=1e-5)
+    np.testing.assert_allclose(seen["sequence"], sequence, atol=1e-5)
+    assert seen["blocks"] == exported[2].num_hidden_layers
+    tokenizer = SentencePieceTokenizer(exported[3])
+    assert seen["special"] == {"vocab_size": tokenizer.vocab_size,
+                               "start_of_sequence_id": tokenizer.sp_model.PieceToId("[CLS]"),
+                               "end_of_segment_id": tokenizer.sp_model.PieceToId("[SEP]"),
+                               "padding_id": tokenizer.sp_model.PieceToId("<pad>"),
+                               "mask_id": tokenizer.sp_model.PieceToId("[MASK]")}
+
+
+def test_keras_3_tfsm_layer_and_the_mlm_sub_object(exported, tmp_path):
+    export_dir = exported[0]
+    inputs, pooled, _ = _reference(exported, SENTENCES, seq_length=24)
+    np.save(tmp_path / "ids.npy", inputs["input_word_ids"])
+    np.save(tmp_path / "mask.npy", inputs["input_mask"])
+    seen = _run_without_albert(f"""
+        import json
+        import keras, numpy as np, tensorflow as tf
+        ids, mask = np.load("ids.npy"), np.load("mask.npy")
+        inputs = {{"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}}
+        layer = keras.layers.TFSMLayer({export_dir + '/encoder'!r}, call_endpoint="serve",
+                                       call_training_endpoint="serve_training")
+        served = layer(inputs)
+        trained = layer(inputs, training=True)
+        loaded = tf.saved_model.load({export_dir + '/encoder'!r})
+        mlm = loaded.mlm(dict(inputs, masked_lm_positions=tf.constant([[1, 2]] * len(ids))))
+        print(json.dumps({{"pooled": np.asarray(served["pooled_output"]).tolist(),
+                           "dropout_changes": float(np.abs(np.asarray(trained["pooled_output"])
+                                                           - np.asarray(served["pooled_output"])).max()),
+                           "weights": len(layer.trainable_weights),
+                           "mlm": list(mlm["mlm_logits"].shape),
+                           "assets": sorted(p.numpy().decode().rsplit("/", 1)[-1] for p in
+                                            (loaded.albert_config_file.asset_path,
+                                             loaded.sp_model_file.asset_path))}}))
+    """, tmp_path)
+    np.testing.assert_allclose(seen["pooled"], pooled, atol=1e-5)
+    assert seen["dropout_changes"] > 0   # training=True applies dropout
+    assert seen["weights"] == len(AlbertPretrainer(exported[2]).encoder.trainable_weights)
+    assert seen["mlm"] == [3, 2, exported[2].vocab_size]
+    assert seen["assets"] == ["30k-clean.model", "albert_config.json"]
+
+
+def test_the_tutorial_classifier_trains_the_encoder_only_when_trainable(exported, tmp_path):
+    export_dir = exported[0]
+    seen = _run_without_albert(f"""
+        import json
+        import numpy as np, tensorflow as tf, tensorflow_hub as hub, tensorflow_text, tf_keras
+
+        def changed(trainable):
+            preprocessor = hub.KerasLayer({export_dir + '/preprocessor'!r})
+            encoder = hub.KerasLayer({export_dir + '/encoder'!r}, trainable=trainable)
+            text = tf_keras.layers.Input(shape=(), dtype=tf.string)
+            pooled = encoder(preprocessor(text))["pooled_output"]
+            logits = tf_keras.layers.Dense(1)(tf_keras.layers.Dropout(0.1)(pooled))
+            model = tf_keras.Model(text, logits)
+            model.compile(optimizer=tf_keras.optimizers.Adam(1e-3),
+                          loss=tf_keras.losses.BinaryCrossentropy(from_logits=True))
+            before = [v.numpy().copy() for v in encoder.weights]
+            model.fit(np.array({SENTENCES!r} * 4), np.array([1, 0, 1] * 4), epochs=2, verbose=0)
+            return (sum(not np.array_equal(b, v.numpy()) for b, v in zip(before, encoder.weights)),
+                    len(encoder.trainable_weights))
+
+        print(json.dumps({{"frozen": changed(False), "trainable": changed(True)}}))
+    """, tmp_path)
+    encoder_weights = len(AlbertPretrainer(exported[2]).encoder.trainable_weights)
+    assert seen["frozen"] == [0, 0]
+    changed, trainable = seen["trainable"]
+    # every encoder variable trains (plus the dropout seed generator's state)
+    assert trainable == encoder_weights and changed >= encoder_weights
+
+
+def test_bert_pack_inputs_truncates_pairs_as_the_project_does(exported, tmp_path):
+    export_dir, _, _, spm = exported
+    first, second = SENTENCES[0] * 3, SENTENCES[1] * 2
+    seen = _run_without_albert(f"""
+        import json
+        import tensorflow as tf, tensorflow_text
+        preprocessor = tf.saved_model.load({export_dir + '/preprocessor'!r})
+        a = preprocessor.tokenize(tf.constant([{first!r}]))
+        b = preprocessor.tokenize(tf.constant([{second!r}]))
+        packed = {{length: preprocessor.bert_pack_inputs([a, b], seq_length=length)
+                  for length in (16, 33)}}
+        print(json.dumps({{str(k): {{n: v.numpy().tolist() for n, v in p.items()}}
+                           for k, p in packed.items()}}))
+    """, tmp_path)
+    tokenizer = SentencePieceTokenizer(spm)
+    for length in (16, 33):
+        pair = convert_example(InputExample("0", tokenizer.preprocess(first),
+                                            tokenizer.preprocess(second), "0"),
+                               TASKS["mrpc"], length, tokenizer)
+        assert seen[str(length)]["input_word_ids"] == [pair.input_ids]
+        assert seen[str(length)]["input_mask"] == [pair.input_mask]
+        assert seen[str(length)]["input_type_ids"] == [pair.segment_ids]
+
+
+@pytest.mark.parametrize("problem", ["fit", "spm", "existing"])
+def test_an_export_mistake_ends_with_one_line(exported, tmp_path, problem):
+    export_dir, checkpoint, config, spm = exported
+    config_file = os.path.join(checkpoint, "albert_config.json")
+    args = [f"--init_checkpoint={checkpoint}", f"--albert_config_file={config_file}",
+            f"--spm_model_file={spm}", f"--export_dir={tmp_path / 'out'}"]
+    expected = []
+    if problem == "fit":
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps(dict(config.to_dict(), hidden_size=48)))
+        args[1] = f"--albert_config_file={other}"
+        expected = ["does not fit the config"]
+    elif problem == "spm":
+        args[2] = f"--spm_model_file={tmp_path / 'missing.model'}"
+        expected = ["missing.model"]
+    else:
+        os.makedirs(tmp_path / "out" / "encoder")
+        (tmp_path / "out" / "encoder" / "saved_model.pb").write_text("mine")
+        expected = ["already holds encoder; pass --overwrite"]
+    result = run_script("-m", "albert.export", *args)
+    assert_clean_failure(result, *expected)
+    if problem == "existing":
+        assert (tmp_path / "out" / "encoder" / "saved_model.pb").read_text() == "mine"
+        assert sorted(os.listdir(tmp_path / "out")) == ["encoder"]
+    else:
+        assert not (tmp_path / "out").exists()
+
+
+def test_the_exported_encoder_is_a_checkpoint_the_converters_read(exported, tmp_path):
+    from albert.checkpoints import detect_format, read_checkpoint
+
+    export_dir, checkpoint, config, _ = exported
+    encoder_dir = os.path.join(export_dir, "encoder")
+    assert detect_format(encoder_dir) == "savedmodel"
+    weights, carried = read_checkpoint(encoder_dir, "auto", heads="required")
+    assert carried == config
+    original, _ = read_checkpoint(checkpoint, "tf1", config, heads="required")
+    assert sorted(weights) == sorted(original)
+    for name, value in original.items():
+        np.testing.assert_array_equal(weights[name], value, err_msg=name)
+    # and back: savedmodel -> tf1 -> the same tensors
+    result = run_script("convert_checkpoint.py", f"--init_checkpoint={encoder_dir}",
+                        "--input_format=auto", "--output_format=tf1",
+                        f"--output_dir={tmp_path / 'tf1'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    again, _ = read_checkpoint(str(tmp_path / "tf1"), "tf1", config, heads="required")
+    for name, value in original.items():
+        np.testing.assert_array_equal(again[name], value, err_msg=name)
+
+
+def test_tflite_encoder_matches_keras_with_builtin_ops_only(exported, tmp_path):
+    import tensorflow as tf
+
+    _, checkpoint, _, spm = exported
+    result = run_script("-m", "albert.export", f"--init_checkpoint={checkpoint}",
+                        f"--albert_config_file={checkpoint}/albert_config.json",
+                        f"--spm_model_file={spm}", f"--export_dir={tmp_path / 'out'}",
+                        "--tflite", "--seq_length=24")
+    assert result.returncode == 0, result.stderr[-3000:]
+    content = (tmp_path / "out" / "encoder.tflite").read_bytes()
+    assert b"Flex" not in content   # no TensorFlow (Flex) ops: runs on plain TFLite
+    interpreter = tf.lite.Interpreter(model_content=content)
+    runner = interpreter.get_signature_runner("serving_default")
+    inputs, pooled, sequence = _reference(exported, SENTENCES, seq_length=24)
+    for row in range(len(SENTENCES)):
+        outputs = runner(**{name: values[row:row + 1] for name, values in inputs.items()})
+        np.testing.assert_allclose(outputs["pooled_output"], pooled[row:row + 1], atol=1e-4)
+        np.testing.assert_allclose(outputs["sequence_output"], sequence[row:row + 1], atol=1e-4)
+
+
+def test_fine_tuning_starts_from_an_exported_encoder_as_hub_module(exported, tmp_path):
+    """--albert_hub_module_handle=<export>/encoder: weights and config come from the module."""
+    from glue_fixtures import write_glue
+
+    export_dir, checkpoint, config, spm = exported
+    glue = write_glue(str(tmp_path / "glue"))
+    output = tmp_path / "out"
+    result = run_script("run_classifier.py", "--task_name=SST-2", f"--data_dir={glue}",
+                        f"--albert_hub_module_handle={export_dir}/encoder",
+                        f"--spm_model_file={spm}", f"--output_dir={output}",
+                        "--max_seq_length=32", "--do_train", "--train_step=2",
+                        "--save_checkpoints_steps=2", "--train_batch_size=2", "--noprogress")
+    assert result.returncode == 0, result.stderr[-3000:]
+    from albert.config import AlbertConfig
+
+    assert AlbertConfig.from_json_file(str(output / "albert_config.json")) == config
+    assert "Setting aside 7 head variables" in result.stderr   # the MLM / SOP heads
