@@ -282,12 +282,13 @@ def new_directory(final_dir: str, overwrite: bool = False):
     For outputs that are directories as a whole (SavedModels). An existing
     `final_dir` is an error unless `overwrite`, checked before any work; it is
     replaced only once the new one is complete. On failure the scratch
-    directory is removed and `final_dir` is untouched.
+    directory is removed and `final_dir` is untouched. An existing empty
+    directory counts as absent.
     """
     final_dir = absolute(final_dir).rstrip("/")
-    if exists(final_dir) and not overwrite:
-        raise InputError(f"{final_dir} already exists; remove it or choose another output "
-                         "directory")
+    if exists(final_dir) and (not isdir(final_dir) or listdir(final_dir)) and not overwrite:
+        raise InputError(f"{final_dir} already exists and is not empty; remove it, pass "
+                         "--overwrite or choose another output directory")
     scratch = temporary_name(final_dir)
     makedirs(scratch)
     try:

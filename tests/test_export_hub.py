@@ -278,3 +278,77 @@ def test_fine_tuning_starts_from_an_exported_encoder_as_hub_module(exported, tmp
 
     assert AlbertConfig.from_json_file(str(output / "albert_config.json")) == config
     assert "Setting aside 7 head variables" in result.stderr   # the MLM / SOP heads
+
+
+@pytest.mark.parametrize("task", ["classifier", "multiple_choice"])
+def test_fine_tuned_models_export_with_their_heads(tmp_path, synthetic_corpus, task):
+    """Serialized examples in, the probabilities run_classifier.py / the Keras model give out;
+    the TFLite task model gives the same logits."""
+    import tensorflow as tf
+
+    from albert.checkpoints import assign_model_weights
+    from albert.data.glue import read_examples
+    from albert.modeling import AlbertClassifier, AlbertMultipleChoice
+    from albert.tasks.classification import stack_features
+    from glue_fixtures import write_glue
+    from original_checkpoints import original_fine_tuned_checkpoint
+
+    _, spm = synthetic_corpus
+    config = tiny_config(vocab_size=1200)
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(config.to_json_string())
+    os.makedirs(tmp_path / "ckpt")
+    outputs = 3 if task == "classifier" else 1
+    values = original_fine_tuned_checkpoint(str(tmp_path / "ckpt" / "model.ckpt-9"), config,
+                                            outputs)
+    result = run_script("-m", "albert.export", f"--init_checkpoint={tmp_path / 'ckpt'}",
+                        f"--albert_config_file={config_file}", f"--task={task}", "--tflite",
+                        "--seq_length=16", f"--export_dir={tmp_path / 'export'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    tokenizer = SentencePieceTokenizer(spm)
+    glue = write_glue(str(tmp_path / "glue"))
+    examples = read_examples(TASKS["mnli"], glue, "test", tokenizer.preprocess)
+    if task == "multiple_choice":   # options: eight different pairs, four per example
+        examples = [InputExample("0", tokenizer.preprocess(a), tokenizer.preprocess(b),
+                                 "contradiction") for a in SENTENCES for b in SENTENCES][:8]
+    features = stack_features([convert_example(e, TASKS["mnli"], 16, tokenizer)
+                               for e in examples], False)
+    inputs = {k: features[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    if task == "classifier":
+        model = AlbertClassifier(config, num_labels=3)
+        # run_classifier.py's own predictions from the same checkpoint
+        run = run_script("run_classifier.py", "--task_name=MNLI", f"--data_dir={glue}",
+                         f"--albert_config_file={config_file}",
+                         f"--init_checkpoint={tmp_path / 'ckpt'}", f"--spm_model_file={spm}",
+                         f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
+                         "--do_predict", "--noprogress")
+        assert run.returncode == 0, run.stderr[-3000:]
+        expected = np.array([[float(v) for v in line.split("\t")] for line in
+                             (tmp_path / "out" / "test_results.tsv").read_text().splitlines()])
+    else:
+        model = AlbertMultipleChoice(config, num_choices=4)
+        inputs = {k: v.reshape(2, 4, -1) for k, v in inputs.items()}
+    assign_model_weights(model, values)
+    logits = model(inputs, training=False)["logits"].numpy()
+    if task == "multiple_choice":
+        expected = tf.nn.softmax(logits).numpy()
+
+    def feature(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values.reshape(-1).tolist()))
+
+    serialized = [tf.train.Example(features=tf.train.Features(feature={
+        "input_ids": feature(inputs["input_word_ids"][row]),
+        "input_mask": feature(inputs["input_mask"][row]),
+        "segment_ids": feature(inputs["input_type_ids"][row])})).SerializeToString()
+        for row in range(len(inputs["input_mask"]))]
+    loaded = tf.saved_model.load(str(tmp_path / "export" / task))
+    served = loaded.signatures["serving_default"](examples=tf.constant(serialized))
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
+
+    content = (tmp_path / "export" / f"{task}.tflite").read_bytes()
+    assert b"Flex" not in content
+    runner = tf.lite.Interpreter(model_content=content).get_signature_runner("serving_default")
+    for row in range(len(inputs["input_mask"])):
+        lite = runner(**{name: values[row:row + 1] for name, values in inputs.items()})["logits"]
+        np.testing.assert_allclose(lite, logits[row:row + 1], atol=1e-4)

@@ -9,6 +9,10 @@ encoder is written to <export_dir>/encoder (with an `mlm` sub-object when the
 checkpoint holds the pretraining heads), the preprocessor, when a
 SentencePiece model is given, to <export_dir>/preprocessor, and with --tflite
 the encoder for one [1, --seq_length] sequence to <export_dir>/encoder.tflite.
+With --task=classifier or --task=multiple_choice, a fine-tuned checkpoint is
+exported with its head to <export_dir>/<task>/ (serialized tf.train.Example
+in, probabilities and predictions out, as run_classifier.py --export_dir) and,
+with --tflite, to <export_dir>/<task>.tflite (logits of one example).
 Load them with
 `hub.KerasLayer(path)` (tf-keras) or `keras.layers.TFSMLayer(path)`
 (Keras 3); see the README.
@@ -18,6 +22,7 @@ from absl import flags, logging
 
 from albert import cli
 from albert.checkpoints import format_names, read_checkpoint
+from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.errors import InputError
 
 flags.DEFINE_string("init_checkpoint", None, "The checkpoint to export (any supported format).")
@@ -31,9 +36,14 @@ flags.DEFINE_string("export_dir", None, "Directory that receives encoder/ and pr
 flags.DEFINE_integer("seq_length", 128, "Sequence length of the preprocessor's default call.")
 flags.DEFINE_bool("overwrite", False,
                   "Replace existing encoder/, preprocessor/ and encoder.tflite.")
+flags.DEFINE_enum("task", "encoder", ["encoder", "classifier", "multiple_choice"],
+                  "What to export: the encoder (TF-Hub style), or a fine-tuned checkpoint with its "
+                  "head: classifier (GLUE; one output = regression) or multiple_choice (RACE), "
+                  "written to <export_dir>/<task>/ with run_classifier.py's serving contract.")
+flags.DEFINE_integer("num_choices", 4, "Options per example of a multiple_choice model.")
 flags.DEFINE_bool("tflite", False,
-                  "Also write encoder.tflite: one [1, --seq_length] sequence, built-in TFLite ops "
-                  "only.")
+                  "Also write encoder.tflite (with --task, <task>.tflite): one example of "
+                  "--seq_length tokens, built-in TFLite ops only.")
 cli.define_config_flags()
 flags.mark_flags_as_required(["init_checkpoint", "export_dir"])
 
@@ -53,13 +63,22 @@ def main(argv):
     if FLAGS.spm_model_file:
         tokenizer = load_tokenizer(None, FLAGS.spm_model_file, FLAGS.do_lower_case)
         require_special_tokens(tokenizer)
+    task = None if FLAGS.task == "encoder" else FLAGS.task
     weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config,
-                                      heads="optional")
+                                      heads="required" if task else "optional",
+                                      head=task or PRETRAINING_HEAD)
     if FLAGS.seq_length > config.max_position_embeddings:
         raise InputError(f"--seq_length={FLAGS.seq_length} exceeds the config's "
                          f"max_position_embeddings={config.max_position_embeddings}")
-    written = export_hub_models(config, weights, tokenizer, FLAGS.spm_model_file,
-                                FLAGS.export_dir, FLAGS.seq_length, FLAGS.overwrite, FLAGS.tflite)
+    if task:
+        from albert.export.hub import export_task_model
+
+        written = export_task_model(config, weights, task, FLAGS.export_dir, FLAGS.seq_length,
+                                    FLAGS.num_choices, FLAGS.overwrite, FLAGS.tflite)
+    else:
+        written = export_hub_models(config, weights, tokenizer, FLAGS.spm_model_file,
+                                    FLAGS.export_dir, FLAGS.seq_length, FLAGS.overwrite,
+                                    FLAGS.tflite)
     logging.info("Wrote %s", ", ".join(written))
 
 

@@ -1,12 +1,14 @@
-"""A fine-tuned classifier as a SavedModel with the original's serving contract.
+"""A fine-tuned task model as a SavedModel with the original's serving contract.
 
 `serving_default` takes a batch of serialised `tf.train.Example` strings
 (shape `[None]`) holding `input_ids`, `input_mask`, `segment_ids` (int64 ×
-`max_seq_length`), as the original's export did, and returns
-`probabilities` (`[B, num_labels]`; regression: the raw `[B, 1]` score),
-`predictions` (`[B]`: arg-max, or the score) and, when a threshold is given,
-a constant float32 `threshold`. `serve_tensors` takes the three int32
-tensors `input_ids`, `input_mask`, `segment_ids` (`[B, S]`, any `S` up to
+`max_seq_length`, or × `num_choices · max_seq_length` for multiple choice,
+the options' sequences one after the other), as the original's export did,
+and returns `probabilities` (`[B, num_labels]` or `[B, num_choices]`;
+regression: the raw `[B, 1]` score), `predictions` (`[B]`: arg-max, or the
+score) and, when a threshold is given, a constant float32 `threshold`.
+`serve_tensors` takes the three int32 tensors `input_ids`, `input_mask`,
+`segment_ids` (`[B, S]`, or `[B, num_choices, S]`; any `S` up to
 `max_position_embeddings`) directly. The SavedModel loads with
 `tf.saved_model.load` without importing `albert`.
 """
@@ -19,12 +21,17 @@ import tensorflow as tf
 
 from albert import io
 
+FEATURES = ("input_ids", "input_mask", "segment_ids")
 
-def export_classifier(model, export_dir: str, max_seq_length: int, regression: bool,
-                      threshold: Optional[float] = None) -> str:
-    """Writes the SavedModel of `model` (an `AlbertClassifier`) to `export_dir`, atomically."""
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+
+def export_classifier(model, export_dir: str, max_seq_length: int, regression: bool = False,
+                      threshold: Optional[float] = None, num_choices: Optional[int] = None,
+                      overwrite: bool = False) -> str:
+    """Writes the SavedModel of `model` (an `AlbertClassifier`, or an `AlbertMultipleChoice`
+    with `num_choices`) to `export_dir`, atomically."""
+    width = max_seq_length * (num_choices or 1)
+    shape = [-1, max_seq_length] if num_choices is None else [-1, num_choices, max_seq_length]
+    spec = {name: tf.io.FixedLenFeature([width], tf.int64) for name in FEATURES}
 
     def outputs(input_ids, input_mask, segment_ids):
         logits = model({"input_word_ids": input_ids, "input_mask": input_mask,
@@ -40,16 +47,15 @@ def export_classifier(model, export_dir: str, max_seq_length: int, regression: b
 
     def serve_examples(examples):
         parsed = tf.io.parse_example(examples, spec)
-        return outputs(*(tf.cast(parsed[name], tf.int32)
-                         for name in ("input_ids", "input_mask", "segment_ids")))
+        return outputs(*(tf.reshape(tf.cast(parsed[name], tf.int32), shape) for name in FEATURES))
 
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint("serving_default", serve_examples,
                          input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    rank = 2 if num_choices is None else 3
     archive.add_endpoint("serve_tensors", outputs, input_signature=[
-        tf.TensorSpec([None, None], tf.int32, name=name)
-        for name in ("input_ids", "input_mask", "segment_ids")])
-    with io.atomic_output_dir(export_dir) as scratch:
+        tf.TensorSpec([None] * rank, tf.int32, name=name) for name in FEATURES])
+    with io.new_directory(export_dir, overwrite) as scratch:
         archive.write_out(scratch, verbose=False)
     return export_dir

@@ -262,8 +262,9 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
             save(PreprocessorExport(tokenizer, assets, spm_model_file, seq_length), scratch)
         written.append(io.join(export_dir, PREPROCESSOR_DIR))
     if tflite:
-        io.write_bytes_atomically(io.join(export_dir, TFLITE_FILE),
-                                  tflite_encoder(getattr(model, "encoder", model), seq_length))
+        io.write_bytes_atomically(io.join(export_dir, TFLITE_FILE), tflite_model(
+            getattr(model, "encoder", model), [1, seq_length],
+            ["pooled_output", "sequence_output"]))
         written.append(io.join(export_dir, TFLITE_FILE))
     return written
 
@@ -271,34 +272,66 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
 TFLITE_FILE = "encoder.tflite"
 
 
-class _StaticEncoder(_Trackable):
-    """The encoder with fixed `[1, seq_length]` inputs, the shape TFLite runs."""
+class _StaticModel(_Trackable):
+    """A model with fixed-shape inputs (the shape TFLite runs) and some of its outputs."""
 
-    def __init__(self, encoder, seq_length: int):
+    def __init__(self, model, input_shape, output_names):
         super().__init__()
-        self._encoder = encoder
-        self._variables = [v.value for v in encoder.variables]
-        specs = [tf.TensorSpec([1, seq_length], tf.int32, name=key) for key in INPUT_KEYS]
+        self._model = model
+        self._variables = [v.value for v in model.variables]
+        self._output_names = tuple(output_names)
+        specs = [tf.TensorSpec(input_shape, tf.int32, name=key) for key in INPUT_KEYS]
         self.serve = tf.function(self._serve, input_signature=specs)
 
     def _serve(self, input_word_ids, input_mask, input_type_ids):
-        outputs = self._encoder({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                                 "input_type_ids": input_type_ids}, training=False)
-        return {"pooled_output": outputs["pooled_output"],
-                "sequence_output": outputs["sequence_output"]}
+        outputs = self._model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                               "input_type_ids": input_type_ids}, training=False)
+        return {name: outputs[name] for name in self._output_names}
 
 
-def tflite_encoder(encoder, seq_length: int) -> bytes:
-    """A TFLite flatbuffer of the encoder for one `[1, seq_length]` sequence.
+def tflite_model(model, input_shape, output_names) -> bytes:
+    """A TFLite flatbuffer of `model` for inputs of `input_shape` (e.g. `[1, 128]`).
 
-    Built-in TFLite ops only (no Flex delegate needed): the encoder is
-    written with matrix products, gathers and element-wise ops. Its
-    `serving_default` signature takes `input_word_ids`, `input_mask`,
-    `input_type_ids` and returns `pooled_output` and `sequence_output`.
+    Built-in TFLite ops only (no Flex delegate needed): the model is written
+    with matrix products, gathers and element-wise ops. Its `serving_default`
+    signature takes `input_word_ids`, `input_mask`, `input_type_ids` and
+    returns `output_names` (e.g. `pooled_output`, `sequence_output`; `logits`).
     """
     with io.local_scratch_dir() as scratch:
-        root = _StaticEncoder(encoder, seq_length)
+        root = _StaticModel(model, input_shape, output_names)
         save(root, scratch, signatures={"serving_default": root.serve})
         converter = tf.lite.TFLiteConverter.from_saved_model(scratch)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         return converter.convert()
+
+
+def export_task_model(config, weights, head: str, export_dir: str, seq_length: int,
+                      num_choices: int = 4, overwrite: bool = False, tflite: bool = False) -> list:
+    """A fine-tuned checkpoint with its head: `<export_dir>/<head>/` with the serving contract
+    of `albert.export.classifier` (and `<head>.tflite` for one example)."""
+    from albert.checkpoints import assign_model_weights, find_head
+    from albert.export.classifier import export_classifier
+    from albert.modeling import AlbertClassifier, AlbertMultipleChoice
+
+    from albert.errors import InputError
+
+    target, tflite_path = io.join(export_dir, head), io.join(export_dir, f"{head}.tflite")
+    taken = [path for path in [target] + ([tflite_path] if tflite else [])
+             if io.exists(path) and (not io.isdir(path) or io.listdir(path))]
+    if taken and not overwrite:
+        raise InputError(f"{', '.join(taken)} already exist(s); pass --overwrite or choose "
+                         "another --export_dir")
+    _, dims = find_head(weights, prefer=head)
+    if head == "classifier":
+        model, shape = AlbertClassifier(config, dims["C"]), [1, seq_length]
+    else:
+        model, shape = AlbertMultipleChoice(config, num_choices), [1, num_choices, seq_length]
+    assign_model_weights(model, weights, "the checkpoint to export")
+    export_classifier(model, target, seq_length, regression=head == "classifier" and dims["C"] == 1,
+                      num_choices=num_choices if head == "multiple_choice" else None,
+                      overwrite=overwrite)
+    written = [target]
+    if tflite:
+        io.write_bytes_atomically(tflite_path, tflite_model(model, shape, ["logits"]))
+        written.append(tflite_path)
+    return written
