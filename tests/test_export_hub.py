@@ -176,10 +176,12 @@ def test_bert_pack_inputs_truncates_pairs_as_the_project_does(exported, tmp_path
         preprocessor = tf.saved_model.load({export_dir + '/preprocessor'!r})
         a = preprocessor.tokenize(tf.constant([{first!r}]))
         b = preprocessor.tokenize(tf.constant([{second!r}]))
-        packed = {{length: preprocessor.bert_pack_inputs([a, b], seq_length=length)
+        packed = {{str(length): {{n: v.numpy().tolist() for n, v in
+                                 preprocessor.bert_pack_inputs([a, b], seq_length=length).items()}}
                   for length in (16, 33)}}
-        print(json.dumps({{str(k): {{n: v.numpy().tolist() for n, v in p.items()}}
-                           for k, p in packed.items()}}))
+        ids, starts, ends = preprocessor.tokenize_with_offsets(tf.constant([{first!r}]))
+        packed["offsets"] = [ids.to_list(), starts.to_list(), ends.to_list(), a.to_list()]
+        print(json.dumps(packed))
     """, tmp_path)
     tokenizer = SentencePieceTokenizer(spm)
     for length in (16, 33):
@@ -189,6 +191,15 @@ def test_bert_pack_inputs_truncates_pairs_as_the_project_does(exported, tmp_path
         assert seen[str(length)]["input_word_ids"] == [pair.input_ids]
         assert seen[str(length)]["input_mask"] == [pair.input_mask]
         assert seen[str(length)]["input_type_ids"] == [pair.segment_ids]
+    # tokenize_with_offsets: the same ids, and the in-graph tokenizer's input offsets
+    import tensorflow as tf
+
+    from albert.tokenization.in_graph import InGraphSentencePieceTokenizer
+
+    ids, starts, ends, tokenized = seen["offsets"]
+    assert ids == tokenized
+    expected = InGraphSentencePieceTokenizer(tokenizer).tokenize_with_offsets(tf.constant([first]))
+    assert [starts, ends] == [expected[1].to_list(), expected[2].to_list()]
 
 
 @pytest.mark.parametrize("problem", ["fit", "spm", "existing"])

@@ -24,8 +24,9 @@ and SentencePiece model as assets.
 **Preprocessor** (`preprocessor/`): called with a string `[batch]` tensor, it
 returns the three int32 inputs at `seq_length` (default 128) for
 single-segment text. `tokenize` (string `[batch]` → ragged int32 piece ids,
-with the original's text preprocessing, lower-casing and accent stripping)
-and `bert_pack_inputs(segments, seq_length)` (1 to 3 ragged segments,
+with the original's text preprocessing, lower-casing and accent stripping),
+`tokenize_with_offsets` (the ids and each piece's start and end byte in the
+input strings) and `bert_pack_inputs(segments, seq_length)` (1 to 3 ragged segments,
 truncated round-robin, `[CLS] A [SEP] B [SEP]`, type ids, padding) compose
 the same for pairs; `tokenize.get_special_tokens_dict()` gives the ids of
 the vocabulary.
@@ -195,7 +196,11 @@ class PreprocessorExport(_Trackable):
                        "end_of_segment_id": tokenizer.sep_id,
                        "padding_id": tokenizer.pad_id,
                        "mask_id": tokenizer.mask_id}
-        self.tokenize = _Tokenize(InGraphSentencePieceTokenizer(tokenizer), special_ids)
+        in_graph = InGraphSentencePieceTokenizer(tokenizer)
+        self.tokenize = _Tokenize(in_graph, special_ids)
+        # (ids, starts, ends): byte offsets of each piece in the input strings
+        self.tokenize_with_offsets = tf.function(
+            in_graph.tokenize_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)])
         self.bert_pack_inputs = _PackInputs(special_ids, seq_length)
         self.seq_length = seq_length
         self.__call__ = tf.function(self._call, input_signature=[tf.TensorSpec([None], tf.string)])

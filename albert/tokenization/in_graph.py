@@ -103,7 +103,80 @@ class InGraphSentencePieceTokenizer(tf.Module):
             ids = self._apply_digit_comma_rule(ids)
         return ids
 
+    def tokenize_with_offsets(self, text):
+        """(ids, starts, ends): `tokenize(text)` and each piece's byte span in `text`.
+
+        Offsets point into the caller's strings, not into the preprocessed
+        text: each input character is preprocessed on its own (whitespace runs
+        become one space, or nothing at either end; NFKD; combining marks
+        removed; lower-casing), which gives the same text as `preprocess` and
+        tells which input character every preprocessed byte comes from. A
+        piece spans the input characters its bytes come from; a lone "▁"
+        piece that SentencePiece gives no bytes has an empty span (a ligature
+        such as "ﬁ" split into two pieces gives both the ligature's span).
+        Pieces the digit-comma rule splits off keep their source piece's
+        span, the comma its last byte.
+        """
+        characters = tf.strings.unicode_split(text, "UTF-8")
+        _, character_starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8")
+        flat = characters.flat_values
+        normalized = tf.strings.regex_replace(
+            tensorflow_text.normalize_utf8(flat, "NFKD"), self._combining, "")
+        if self.do_lower_case:
+            normalized = tf.strings.lower(normalized, encoding="utf-8")
+        space = characters.with_flat_values(
+            tf.strings.regex_full_match(flat, self._whitespace)).to_tensor(default_value=True)
+        not_space = tf.cast(tf.logical_not(space), tf.int32)
+        after_text = tf.cast(tf.math.cumsum(not_space, axis=1), tf.bool)
+        before_text = tf.cast(tf.math.cumsum(not_space, axis=1, reverse=True), tf.bool)
+        previous_space = tf.concat([tf.ones_like(space[:, :1]), space[:, :-1]], axis=1)
+        # A whitespace run becomes one space, or nothing at the start or the end.
+        kept_space = space & tf.logical_not(previous_space) & after_text & before_text
+        output = tf.where(space, tf.where(kept_space, " ", ""),
+                          characters.with_flat_values(normalized).to_tensor(default_value=""))
+        output_ends = tf.math.cumsum(tf.strings.length(output), axis=1)
+
+        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(self.preprocess(text))
+        if self._has_digit_comma_pieces:
+            expanded = self._expand_digit_comma(ids)
+            counts = expanded.values.row_lengths()
+            flagged = counts > 1
+            new_rows = tf.repeat(tf.range(tf.shape(counts, out_type=tf.int64)[0]), counts)
+            last = tf.gather(tf.math.cumsum(counts) - 1, new_rows) == tf.range(
+                tf.shape(new_rows, out_type=tf.int64)[0])
+            comma = last & tf.gather(flagged, new_rows)
+            flat_ends = tf.gather(ends.flat_values, new_rows)
+            flat_starts = tf.where(comma, flat_ends - 1, tf.gather(starts.flat_values, new_rows))
+            lengths = expanded.row_lengths()   # pieces per row before expansion
+            row_counts = tf.math.segment_sum(counts, tf.repeat(
+                tf.range(tf.shape(lengths, out_type=tf.int64)[0]), lengths))
+            ids = expanded.merge_dims(1, 2)
+            starts = tf.RaggedTensor.from_row_lengths(flat_starts, row_counts)
+            ends = tf.RaggedTensor.from_row_lengths(flat_ends, row_counts)
+
+        def original(positions, inclusive_end):
+            dense = tf.cast(positions.to_tensor(), tf.int32) - (1 if inclusive_end else 0)
+            index = tf.minimum(tf.searchsorted(output_ends, dense, side="right"),
+                               tf.shape(output_ends)[1] - 1)
+            starts_of = character_starts.to_tensor()
+            value = tf.gather(starts_of, index, batch_dims=1)
+            if inclusive_end:
+                sizes = characters.with_flat_values(tf.strings.length(flat)).to_tensor()
+                value = value + tf.cast(tf.gather(sizes, index, batch_dims=1), value.dtype)
+            return tf.RaggedTensor.from_tensor(value, lengths=positions.row_lengths())
+
+        original_starts, original_ends = original(starts, False), original(ends, True)
+        # A zero-width piece (a lone "▁" before a word) stays zero-width.
+        empty = tf.equal(starts.flat_values, ends.flat_values)
+        original_ends = original_ends.with_flat_values(
+            tf.where(empty, original_starts.flat_values, original_ends.flat_values))
+        return ids, original_starts, original_ends
+
     def _apply_digit_comma_rule(self, ids):
+        return self._expand_digit_comma(ids).merge_dims(1, 2)
+
+    def _expand_digit_comma(self, ids):
+        """`[batch, (pieces), (replacements)]`: each piece, or what the rule splits it into."""
         flat_ids = ids.flat_values
         pieces = self._sentencepiece.id_to_string(flat_ids)
         flagged = tf.strings.regex_full_match(pieces, f"(?s).*{self._digit},")
@@ -139,4 +212,4 @@ class InGraphSentencePieceTokenizer(tf.Module):
         count = tf.shape(flat_ids, out_type=tf.int64)[0]
         rows = tf.range(count) + tf.where(flagged, count, tf.zeros_like(count))
         expansion = tf.gather(tf.concat([unchanged, flagged_expansion], axis=0), rows)
-        return ids.with_flat_values(expansion).merge_dims(1, 2)
+        return ids.with_flat_values(expansion)
