@@ -21,7 +21,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["albert", "albert.*"]),
     py_modules=["convert_checkpoint", "create_pretraining_data", "run_classifier",
-                "run_pretraining", "run_race"],
+                "run_pretraining", "run_race", "run_squad", "run_squad_v1", "run_squad_v2"],
     install_requires=[
         "tensorflow==2.20.*",
         "keras>=3.10,<4",

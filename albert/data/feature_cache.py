@@ -20,6 +20,7 @@ import logging
 from typing import Callable, Dict, Iterable, List, Optional
 
 from albert import io
+from albert.errors import InputError
 
 logger = logging.getLogger("albert")
 
@@ -73,11 +74,15 @@ class FeatureCache:
 
     @classmethod
     def plan(cls, path: str, settings: dict, read_examples: Callable[[], List],
-             count: Callable[[List], Dict[str, int]] = lambda examples: {}) -> "FeatureCache":
+             count: Callable[[List], Dict[str, int]] = lambda examples: {},
+             keep_existing: bool = False) -> "FeatureCache":
         """The cache at `path`: reused if made with `settings`, else its examples are read.
 
         `read_examples()` reads the split (raising `InputError` on bad input);
         `count(examples)` gives the task-specific counts stored with the cache.
+        With `keep_existing` (a file the user named), an existing file made
+        with other settings, or by another program, is an error instead of
+        being rebuilt.
         """
         settings_path = path + SETTINGS_SUFFIX
         if io.exists(settings_path) and io.exists(path):
@@ -85,7 +90,15 @@ class FeatureCache:
             made_with = {k: v for k, v in stored.items() if k not in _CONTENT_KEYS}
             if made_with == settings:
                 return cls(path, settings, int(stored["records"]), dict(stored.get("counts", {})))
+            if keep_existing:
+                differing = sorted(key for key in set(made_with) | set(settings)
+                                   if made_with.get(key) != settings.get(key))
+                raise InputError(f"{path} was made with other settings ({', '.join(differing)} "
+                                 "differ); delete it or name another file")
             logger.info("Rebuilding %s: it was made with other settings", path)
+        elif keep_existing and io.exists(path):
+            raise InputError(f"{path} exists but has no {io.basename(settings_path)} beside it "
+                             "(made by another program?); delete it or name another file")
         examples = read_examples()
         return cls(path, settings, 0, count(examples), examples)
 
@@ -94,18 +107,29 @@ class FeatureCache:
 
         `serialize(example)` gives one serialised `tf.train.Example`.
         """
+        if self.examples is None:
+            return self.records
+        return self.write_records(serialize(example) for example in self.examples)
+
+    def write_records(self, records: Iterable[bytes]) -> int:
+        """Writes serialised records as they come (atomically); returns their count.
+
+        For tasks whose examples give several records each (SQuAD windows):
+        the records are streamed to the file, never held in memory together.
+        """
         from albert.data.tfrecord import TFRecordWriter
 
         if self.examples is None:
             return self.records
+        count = 0
         with io.atomic_output_file(self.path) as temporary:
             writer = TFRecordWriter(temporary)
-            for example in self.examples:
-                writer.write(serialize(example))
+            for record in records:
+                writer.write(record)
+                count += 1
             writer.close()
         io.write_json_atomically(self.path + SETTINGS_SUFFIX,
-                                 dict(self.settings, records=len(self.examples),
-                                      counts=self.counts))
-        logger.info("Wrote %d features to %s", len(self.examples), self.path)
-        self.records, self.examples = len(self.examples), None
+                                 dict(self.settings, records=count, counts=self.counts))
+        logger.info("Wrote %d features to %s", count, self.path)
+        self.records, self.examples = count, None
         return self.records

@@ -11,6 +11,7 @@ from albert.modeling.losses import (pretraining_losses, pretraining_metric_sums,
 from albert.modeling.multiple_choice import AlbertMultipleChoice
 from albert.modeling.pretrainer import AlbertPretrainer
 from albert.modeling.sharing import SharingPlan, sharing_plan
+from albert.modeling.squad import AlbertSquadV1, AlbertSquadV2, SquadV1Head, SquadV2Head
 
 __all__ = [
     "AlbertAttention",
@@ -23,7 +24,11 @@ __all__ = [
     "AlbertMultipleChoice",
     "AlbertPretrainer",
     "AlbertSentenceOrderHead",
+    "AlbertSquadV1",
+    "AlbertSquadV2",
     "SharingPlan",
+    "SquadV1Head",
+    "SquadV2Head",
     "attention_bias_from_mask",
     "pretraining_losses",
     "pretraining_metric_sums",

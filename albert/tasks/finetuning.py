@@ -96,49 +96,74 @@ def features_from_cache(path: str, parser: CachedFeatureParser) -> Dict[str, np.
     return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
 
 
-_LOGITS_FUNCTIONS = weakref.WeakKeyDictionary()
+_OUTPUT_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
-def _logits_function(model, rank: int, jit_compile: bool):
-    """One traced inference function per model and input rank (any batch size and length)."""
-    functions = _LOGITS_FUNCTIONS.setdefault(model, {})
-    if (rank, jit_compile) not in functions:
-        spec = tf.TensorSpec([None] * rank, tf.int32)
+def _outputs_function(model, input_names, output_names, rank: int, jit_compile: bool):
+    """One traced inference function per model, inputs, outputs and input rank (any batch
+    size and length)."""
+    functions = _OUTPUT_FUNCTIONS.setdefault(model, {})
+    key = (tuple(input_names), tuple(output_names), rank, jit_compile)
+    if key not in functions:
+        spec = [tf.TensorSpec([None] * rank, tf.int32) for _ in input_names]
 
-        @tf.function(input_signature=[spec, spec, spec], jit_compile=jit_compile)
-        def logits_of(ids, mask, types):
-            return model({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
-                         training=False)["logits"]
+        @tf.function(input_signature=spec, jit_compile=jit_compile)
+        def outputs_of(*values):
+            outputs = model(dict(zip(input_names, values)), training=False)
+            return {name: outputs[name] for name in output_names}
 
-        functions[(rank, jit_compile)] = logits_of
-    return functions[(rank, jit_compile)]
+        functions[key] = outputs_of
+    return functions[key]
 
 
-def bucketed_logits(model, features: Dict[str, np.ndarray], batch_size: int,
-                    jit_compile: bool = False) -> np.ndarray:
-    """The model's logits for every example, computed on batches of similar length.
+def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
+                     jit_compile: bool = False, output_names=("logits",), extra_inputs=(),
+                     min_length: int = 1, trim: bool = True,
+                     position_outputs=()) -> Dict[str, np.ndarray]:
+    """The model's named outputs for every example, computed on batches of similar length.
 
-    `features` holds `input_word_ids`, `input_mask`, `input_type_ids` as
-    `[N, S]` or `[N, num_choices, S]` arrays; the logits come back in input order.
+    `features` holds `input_word_ids`, `input_mask`, `input_type_ids` (and
+    any `extra_inputs` of the same shape, e.g. SQuAD's `p_mask`) as `[N, S]`
+    or `[N, num_choices, S]` arrays; the outputs come back in input order.
+    Each batch is cut to its longest example, but not below `min_length`
+    (e.g. a top-k over positions); with `trim=False` every batch keeps all
+    `S` positions. `position_outputs` name the outputs with a position axis
+    (`[N, length]`): they are padded back to `S` with −inf.
     """
     mask = features["input_mask"]
     lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
     order = np.argsort(lengths, kind="stable")
     # XLA compiles one program per shape: round lengths up to limit their number.
     multiple = 32 if jit_compile else 1
-    logits_of = _logits_function(model, mask.ndim, jit_compile)
+    input_names = (*MODEL_INPUTS, *extra_inputs)
+    outputs_of = _outputs_function(model, input_names, output_names, mask.ndim, jit_compile)
 
     width = mask.shape[-1]
-    outputs = None
+    outputs: Dict[str, np.ndarray] = {}
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        length = int(min(width, -(-max(int(lengths[rows].max()), 1) // multiple) * multiple))
-        logits = logits_of(*(tf.constant(features[name][rows][..., :length])
-                             for name in MODEL_INPUTS)).numpy()
-        if outputs is None:
-            outputs = np.zeros((len(order), *logits.shape[1:]), np.float32)
-        outputs[rows] = logits
+        length = width
+        if trim:
+            longest = max(int(lengths[rows].max()), min_length, 1)
+            length = int(min(width, -(-longest // multiple) * multiple))
+        batch = outputs_of(*(tf.constant(features[name][rows][..., :length])
+                             for name in input_names))
+        for name, value in batch.items():
+            value = value.numpy()
+            if name in position_outputs and length < width:
+                padded = np.full((len(rows), width), -np.inf, value.dtype)
+                padded[:, :length] = value
+                value = padded
+            if name not in outputs:
+                outputs[name] = np.zeros((len(order), *value.shape[1:]), value.dtype)
+            outputs[name][rows] = value
     return outputs
+
+
+def bucketed_logits(model, features: Dict[str, np.ndarray], batch_size: int,
+                    jit_compile: bool = False) -> np.ndarray:
+    """The model's `logits` for every example, on batches of similar length, in input order."""
+    return bucketed_outputs(model, features, batch_size, jit_compile)["logits"]
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

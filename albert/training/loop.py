@@ -54,8 +54,9 @@ class Task(abc.ABC):
     best_metric: str
     #: keys of `losses()`, "loss" (the objective) first
     loss_names: tuple
-    #: eval_results.txt layout: "pretraining" (metrics only) or "finetuning"
-    #: (each evaluation followed by `best = <best before it>` and a rule)
+    #: eval_results.txt layout: "pretraining" (metrics only), "finetuning"
+    #: (each evaluation followed by `best = <best before it>` and a rule) or
+    #: "squad" (followed by `best f1 = <best so far>` and a rule)
     eval_text_layout = "pretraining"
 
     @abc.abstractmethod

@@ -175,7 +175,9 @@ class RunDirectory:
         eval_results.txt has one `key = value` line per metric (and
         `global_step`) of each evaluation; in the fine-tuning layout each
         evaluation also ends with `best = <best value before it>` (-1 at
-        first) and a line of 50 `=`, as the original fine-tuning scripts write.
+        first) and a line of 50 `=`, as the original GLUE and RACE scripts
+        write; in the SQuAD layout with `best <metric> = <best value so far,
+        this one included>` and the line, as the original SQuAD scripts write.
         """
         if not self.is_chief:
             return
@@ -184,7 +186,24 @@ class RunDirectory:
         results["evaluations"].append(dict(metrics, step=step))
         results["evaluations"].sort(key=lambda e: e["step"])
         results["best"] = best
+        results["layout"] = [layout, best_metric]
+        results.pop("final", None)  # a new evaluation comes after any final block
         io.write_json_atomically(self.path(EVAL_JSON), results)
+        self._write_eval_text(results)
+        self._scalars("eval", [dict(metrics, step=step)])
+
+    def record_final(self, metrics: dict, where: str) -> None:
+        """The closing block of the SQuAD scripts: the best model's scores re-measured,
+        then `best perf happened at step: <where>`; kept after the evaluations."""
+        if not self.is_chief:
+            return
+        results = self.evaluations()
+        results["final"] = {"metrics": metrics, "where": where}
+        io.write_json_atomically(self.path(EVAL_JSON), results)
+        self._write_eval_text(results)
+
+    def _write_eval_text(self, results: dict) -> None:
+        layout, best_metric = results.get("layout", ["pretraining", None])
         lines, best_so_far = [], -1
         for entry in results["evaluations"]:
             values = {k: v for k, v in entry.items() if k != "step"}
@@ -192,10 +211,16 @@ class RunDirectory:
                       sorted(dict(values, global_step=entry["step"]).items())]
             if layout == "finetuning":
                 lines += [f"best = {best_so_far}", "=" * 50]
-                if entry.get(best_metric, -math.inf) > best_so_far:
-                    best_so_far = entry[best_metric]
+            if layout in ("finetuning", "squad") and entry.get(best_metric,
+                                                              -math.inf) > best_so_far:
+                best_so_far = entry[best_metric]
+            if layout == "squad":
+                lines += [f"best {best_metric} = {best_so_far}", "=" * 50]
+        final = results.get("final")
+        if final:
+            lines += [f"{key} = {value}" for key, value in sorted(final["metrics"].items())]
+            lines.append(f"best perf happened at step: {final['where']}")
         io.write_text_atomically(self.path(EVAL_TXT), "\n".join(lines) + "\n")
-        self._scalars("eval", [dict(metrics, step=step)])
 
 
 def _as_json(text: str):

@@ -1,0 +1,211 @@
+r"""Fine-tune ALBERT on SQuAD v1.1 or v2.0: train, evaluate every checkpoint, predict.
+
+    python run_squad.py --albert_config_file=albert_base/albert_config.json \
+        --output_dir=runs/squad --train_file=train-v1.1.json --predict_file=dev-v1.1.json \
+        --train_feature_file=runs/squad/train.tf_record \
+        --predict_feature_file=runs/squad/dev.tf_record \
+        --predict_feature_left_file=runs/squad/dev_left.json \
+        --init_checkpoint=albert_base/model.ckpt-best --spm_model_file=albert_base/30k-clean.model \
+        --do_lower_case --max_seq_length=384 --doc_stride=128 --max_query_length=64 \
+        --do_train --do_predict --train_batch_size=48 --predict_batch_size=8 \
+        --learning_rate=5e-5 --num_train_epochs=2.0 --warmup_proportion=.1 \
+        --save_checkpoints_steps=5000 --n_best_size=20 --max_answer_length=30
+
+--version_2_with_negative selects the SQuAD v2.0 head, decoding and scorer
+(run_squad_v1.py / run_squad_v2.py fix it, so the original's commands run
+unchanged). Training steps: questions / --train_batch_size ×
+--num_train_epochs, as the original.
+
+With --do_predict every checkpoint is decoded and scored once on
+--predict_file (eval_results.json / eval_results.txt; the best by F1 copied
+to model.ckpt-best); at the end model.ckpt-best (or, when this run does not
+train and --output_dir has no checkpoint, a fine-tuned --init_checkpoint)
+writes predictions.json, nbest_predictions.json and, for v2.0, null_odds.json.
+v2.0 tunes its no-answer threshold on --predict_file itself, as the
+original, unless --null_score_diff_threshold is given.
+
+Feature files: --train_feature_file (default <output_dir>/train.tf_record),
+--predict_feature_file and --predict_feature_left_file (default
+<output_dir>/predict.tf_record and predict_left.json; the left file is JSON,
+not the original's pickle). Each records the settings that made it; an
+existing file made with other settings is refused, never overwritten.
+"""
+
+from absl import flags, logging
+
+from albert import cli, finetuning_cli, io
+from albert.errors import InputError
+from albert.tokenization import load_tokenizer, require_special_tokens
+
+# --- the original's flags (the union of run_squad_v1.py and run_squad_v2.py) ---
+flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
+flags.DEFINE_string("vocab_file", None, "Accepted for compatibility (SQuAD needs "
+                    "--spm_model_file).")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model of the pretrained model.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, evaluation results and predictions.")
+flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict and score, e.g. dev-v1.1.json.")
+flags.DEFINE_string("train_feature_file", None,
+                    "Training features (default <output_dir>/train.tf_record); written if "
+                    "missing, reused if made with the same settings.")
+flags.DEFINE_string("predict_feature_file", None,
+                    "Prediction features (default <output_dir>/predict.tf_record).")
+flags.DEFINE_string("predict_feature_left_file", None,
+                    "What decoding needs of each prediction window, as JSON (default "
+                    "<output_dir>/predict_left.json).")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial weights: a pretraining or released checkpoint, or a fine-tuned "
+                    "SQuAD one with its head; any format convert_checkpoint.py reads.")
+flags.DEFINE_string("albert_hub_module_handle", None,
+                    "A TF-Hub ALBERT module directory on disk (used like --init_checkpoint; "
+                    "nothing is downloaded).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text.")
+flags.DEFINE_integer("max_seq_length", 384, "Tokens per window sequence.")
+flags.DEFINE_integer("doc_stride", 128, "Pieces between the starts of consecutive windows.")
+flags.DEFINE_integer("max_query_length", 64, "Question pieces kept (the first ones).")
+flags.DEFINE_bool("do_train", False, "Fine-tune.")
+flags.DEFINE_bool("do_predict", False,
+                  "Decode and score every checkpoint on --predict_file, then predict with the "
+                  "best.")
+flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (AdamW, as the original).")
+flags.DEFINE_float("num_train_epochs", 3.0, "Epochs over the training questions.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps spent warming up.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every N steps.")
+flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json.")
+flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
+flags.DEFINE_bool("use_einsum", True, "Accepted for compatibility (no numerical effect).")
+flags.DEFINE_string("export_dir", None,
+                    "Not available for SQuAD yet: export with python -m albert.export.")
+flags.DEFINE_integer("start_n_top", 5, "v2.0: starts kept in the beam.")
+flags.DEFINE_integer("end_n_top", 5, "v2.0: ends kept per start.")
+flags.DEFINE_float("dropout_prob", 0.1, "v2.0: dropout in the answerability layer.")
+finetuning_cli.define_tpu_flags()
+# --- added here ---
+flags.DEFINE_bool("version_2_with_negative", False,
+                  "SQuAD v2.0 (unanswerable questions): the v2.0 head, decoding and scorer.")
+flags.DEFINE_float("null_score_diff_threshold", None,
+                   "v2.0: answer '' when a question's null score is at least this. Default: "
+                   "tuned on --predict_file itself, as the original (an optimistic score).")
+finetuning_cli.define_runtime_flags()
+flags.DEFINE_integer("num_keep_checkpoint", 5,
+                     "Checkpoints kept (0: all); an unevaluated one is never deleted.")
+flags.mark_flags_as_required(["spm_model_file", "output_dir"])
+
+FLAGS = flags.FLAGS
+
+
+def check_flags():
+    if not (FLAGS.do_train or FLAGS.do_predict):
+        raise InputError("At least one of --do_train or --do_predict must be set")
+    if FLAGS.export_dir:
+        raise InputError("--export_dir is not available for SQuAD yet; export the encoder "
+                         "with python -m albert.export")
+    if FLAGS.do_train and not FLAGS.train_file:
+        raise InputError("--do_train needs --train_file")
+    if FLAGS.do_predict and not FLAGS.predict_file:
+        raise InputError("--do_predict needs --predict_file")
+    from albert.data.squad import check_lengths
+
+    check_lengths(FLAGS.max_seq_length, FLAGS.max_query_length, FLAGS.doc_stride)
+    for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
+                 "train_batch_size", "predict_batch_size"):
+        if getattr(FLAGS, name) < 1:
+            raise InputError(f"--{name} must be at least 1, got {getattr(FLAGS, name)}")
+
+
+def main(argv):
+    del argv
+    check_flags()
+    version_2 = FLAGS.version_2_with_negative
+    head = "squad_v2" if version_2 else "squad_v1"
+    strategy, strategy_name = finetuning_cli.create_strategy()
+    config = finetuning_cli.load_config(FLAGS.max_seq_length)
+    tokenizer = load_tokenizer(None, FLAGS.spm_model_file, FLAGS.do_lower_case)
+    require_special_tokens(tokenizer)
+    init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
+    weights = finetuning_cli.initial_weights(config, init_checkpoint, head, {},
+                                             f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
+
+    from albert.data import squad
+    from albert.tasks.squad import SquadEvaluation, SquadTask
+    from albert.training.run_directory import RunDirectory
+
+    task = SquadTask(config=config, max_seq_length=FLAGS.max_seq_length, version_2=version_2,
+                     start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
+                     head_dropout=FLAGS.dropout_prob, initial_weights=weights)
+    # The run directory is checked before any feature file is written into it.
+    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
+    lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
+    # Every input is read (and so checked) before any feature file is written.
+    train_cache = None
+    if FLAGS.train_file:
+        train_cache = squad.plan_train_features(
+            FLAGS.train_file, FLAGS.train_feature_file or io.join(FLAGS.output_dir,
+                                                                  "train.tf_record"),
+            tokenizer, *lengths)
+    if FLAGS.do_predict:
+        dataset = squad.load_squad_json(FLAGS.predict_file)["data"]
+        predict = squad.prepare_predict_features(
+            FLAGS.predict_file,
+            FLAGS.predict_feature_file or io.join(FLAGS.output_dir, "predict.tf_record"),
+            FLAGS.predict_feature_left_file or io.join(FLAGS.output_dir, "predict_left.json"),
+            tokenizer, *lengths)
+        task.evaluation = SquadEvaluation(
+            predict, dataset, FLAGS.output_dir, FLAGS.n_best_size, FLAGS.max_answer_length,
+            FLAGS.null_score_diff_threshold, bucket_v1=FLAGS.bucket_by_length)
+        if not version_2 and not task.evaluation.has_gold_answers:
+            logging.info("%s has no answers: predictions are written, not scored",
+                         FLAGS.predict_file)
+            if FLAGS.do_train:
+                raise InputError(f"{FLAGS.predict_file} has no answers to pick the best "
+                                 "checkpoint by; train with a dev file that has them")
+    questions = train_cache.counts["questions"] if train_cache else 0
+    if train_cache is not None and FLAGS.do_train:
+        squad.write_train_features(train_cache, tokenizer, *lengths)
+        task.train_cache, task.train_records = train_cache.path, train_cache.records
+    # The original: steps from the questions (not the windows) of --train_file.
+    train_step = int(questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
+    if FLAGS.do_train and train_step < 1:
+        raise InputError(f"{questions} training questions give no step at batch size "
+                         f"{FLAGS.train_batch_size} and {FLAGS.num_train_epochs} epochs")
+    evaluation = task.evaluation
+    if evaluation is not None and not (version_2 or evaluation.has_gold_answers):
+        task.evaluation = None  # nothing to score checkpoints by
+    trainer = finetuning_cli.make_trainer(
+        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
+        warmup_step=int(train_step * FLAGS.warmup_proportion), learning_rate=FLAGS.learning_rate,
+        optimizer="adamw", train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.predict_batch_size,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.num_keep_checkpoint)
+    if FLAGS.do_train:
+        finetuning_cli.train_and_evaluate(trainer, True, task.evaluation is not None)
+    elif task.evaluation is not None and trainer.checkpoints.steps():
+        trainer.evaluate_checkpoints()
+    if FLAGS.do_predict:
+        task.evaluation = evaluation
+        predict_with_best(task, trainer, init_checkpoint, head)
+
+
+def predict_with_best(task, trainer, init_checkpoint, head):
+    """The final predictions and scores (the best checkpoint), as the original's last step."""
+    from albert.checkpoints import assign_model_weights
+
+    weights, source = finetuning_cli.prediction_weights(
+        FLAGS.output_dir, init_checkpoint, task.config, head, {}, FLAGS.do_train)
+    model = task.build_model()
+    assign_model_weights(model, weights, source)
+    scores = task.predict_and_score(model, FLAGS.predict_batch_size, FLAGS.jit_compile)
+    best = trainer.directory.best()
+    step = best["step"] if best and source.endswith("model.ckpt-best") else None
+    if scores is not None:
+        trainer.directory.record_final(scores, str(step) if step is not None else source)
+        logging.info("Final (%s): %s", source,
+                     ", ".join(f"{k} = {v:.4f}" for k, v in sorted(scores.items())))
+    logging.info("Wrote the predictions of %s to %s", source, FLAGS.output_dir)
+
+
+if __name__ == "__main__":
+    cli.run(main)
