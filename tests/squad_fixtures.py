@@ -87,3 +87,68 @@ def write_squad(path, version="1.1", for_training=True, document=None):
     with open(path, "w", encoding="utf-8") as file:
         json.dump(document or squad_document(version, for_training), file, ensure_ascii=False)
     return path
+
+
+YEAR = r"\b(1[5-9]\d\d|20\d\d)\b"
+
+
+def write_year_task(directory, corpus_dir, seed=0, train_questions=600, dev_questions=150,
+                    unanswerable=False):
+    """A span task made from the demo corpus's real sentences: "In which year?".
+
+    Each context is two or three consecutive sentences of one document
+    holding exactly one four-digit year, which is the answer (its character
+    offset recorded as SQuAD's `answer_start`). With `unanswerable`, a third
+    of the questions (v2.0) ask about contexts without any four-digit number.
+    Returns (train.json, dev.json) paths.
+    """
+    import random
+    import re
+
+    documents, sentences = [], []
+    with open(os.path.join(corpus_dir, "train.txt"), encoding="utf-8") as file:
+        for line in file:
+            line = line.strip()
+            if line:
+                sentences.append(line)
+            elif sentences:
+                documents.append(sentences)
+                sentences = []
+    if sentences:
+        documents.append(sentences)
+    answerable, empty = [], []
+    for document in documents:
+        for start in range(0, len(document) - 2, 2):
+            context = " ".join(document[start:start + 2 + start % 3 % 2])
+            if len(context) > 400:
+                continue
+            years = list(re.finditer(YEAR, context))
+            if len(years) == 1 and len(re.findall(r"\d{4}", context)) == 1:
+                answerable.append((context, years[0].group(), years[0].start()))
+            elif not re.search(r"\d", context):
+                empty.append(context)
+    rng = random.Random(seed)
+    rng.shuffle(answerable)
+    rng.shuffle(empty)
+    total = train_questions + dev_questions
+    with_answer = total - (total // 3 if unanswerable else 0)
+    if len(answerable) < with_answer or (unanswerable and len(empty) < total - with_answer):
+        raise ValueError(f"the corpus has {len(answerable)} contexts with one year and "
+                         f"{len(empty)} without digits")
+    items = [(context, text, start) for context, text, start in answerable[:with_answer]]
+    items += [(context, None, None) for context in empty[:total - with_answer]]
+    rng.shuffle(items)
+    paths = []
+    for name, part, for_training in (("train", items[:train_questions], True),
+                                     ("dev", items[train_questions:], False)):
+        articles = []
+        for index, (context, text, start) in enumerate(part):
+            qa = {"id": f"{name}-{index}", "question": "In which year did it happen?",
+                  "answers": [] if text is None else [{"text": text, "answer_start": start}]}
+            if unanswerable:
+                qa["is_impossible"] = text is None
+            articles.append({"title": f"{name}-{index}",
+                             "paragraphs": [{"context": context, "qas": [qa]}]})
+        document = {"version": "v2.0" if unanswerable else "1.1", "data": articles}
+        paths.append(write_squad(os.path.join(directory, f"{name}.json"), document=document))
+    return tuple(paths)

@@ -496,16 +496,19 @@ def plan_train_features(train_file: str, feature_file: str, tokenizer, max_seq_l
     settings = dict(feature_settings("train", train_file, tokenizer, max_seq_length, doc_stride,
                                      max_query_length), shuffle_seed=TRAIN_SHUFFLE_SEED)
 
+    skipped: List[str] = []
+
     def read():
         data = read_squad_examples(train_file, is_training=True)
         if not data.examples:
             raise InputError(f"{train_file} holds no usable training questions")
+        skipped.extend(data.skipped_answer_mismatch)
         examples = list(data.examples)
         random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
         return examples
 
     def count(examples):
-        return {"questions": len(examples)}
+        return {"questions": len(examples), "skipped_answer_mismatch": len(skipped)}
 
     return FeatureCache.plan(feature_file, settings, read, count, keep_existing=True)
 
