@@ -129,6 +129,7 @@ def main(argv):
                                              f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
 
     from albert.data import squad
+    from albert.evaluation import squad_metrics
     from albert.tasks.squad import SquadEvaluation, SquadTask
     from albert.training.run_directory import RunDirectory
 
@@ -139,7 +140,7 @@ def main(argv):
     RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
     lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
     # Every input is read (and so checked) before any feature file is written.
-    train_cache = None
+    train_cache, scorable = None, True
     if FLAGS.train_file:
         train_cache = squad.plan_train_features(
             FLAGS.train_file, FLAGS.train_feature_file or io.join(FLAGS.output_dir,
@@ -147,6 +148,12 @@ def main(argv):
             tokenizer, *lengths)
     if FLAGS.do_predict:
         dataset = squad.load_squad_json(FLAGS.predict_file)["data"]
+        scorable = version_2 or squad_metrics.has_gold_answers(dataset)
+        if FLAGS.do_train and not scorable:
+            raise InputError(f"{FLAGS.predict_file} has no answers to pick the best "
+                             "checkpoint by; train with a dev file that has them")
+        if not FLAGS.do_train:
+            check_something_to_predict_with(init_checkpoint)
         predict = squad.prepare_predict_features(
             FLAGS.predict_file,
             FLAGS.predict_feature_file or io.join(FLAGS.output_dir, "predict.tf_record"),
@@ -155,12 +162,9 @@ def main(argv):
         task.evaluation = SquadEvaluation(
             predict, dataset, FLAGS.output_dir, FLAGS.n_best_size, FLAGS.max_answer_length,
             FLAGS.null_score_diff_threshold, bucket_v1=FLAGS.bucket_by_length)
-        if not version_2 and not task.evaluation.has_gold_answers:
+        if not scorable:
             logging.info("%s has no answers: predictions are written, not scored",
                          FLAGS.predict_file)
-            if FLAGS.do_train:
-                raise InputError(f"{FLAGS.predict_file} has no answers to pick the best "
-                                 "checkpoint by; train with a dev file that has them")
     questions = train_cache.counts["questions"] if train_cache else 0
     if train_cache is not None and FLAGS.do_train:
         squad.write_train_features(train_cache, tokenizer, *lengths)
@@ -171,7 +175,7 @@ def main(argv):
         raise InputError(f"{questions} training questions give no step at batch size "
                          f"{FLAGS.train_batch_size} and {FLAGS.num_train_epochs} epochs")
     evaluation = task.evaluation
-    if evaluation is not None and not (version_2 or evaluation.has_gold_answers):
+    if evaluation is not None and not scorable:
         task.evaluation = None  # nothing to score checkpoints by
     trainer = finetuning_cli.make_trainer(
         task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
@@ -187,6 +191,18 @@ def main(argv):
     if FLAGS.do_predict:
         task.evaluation = evaluation
         predict_with_best(task, trainer, init_checkpoint, head)
+
+
+def check_something_to_predict_with(init_checkpoint):
+    """A predict-only run needs checkpoints in --output_dir or a fine-tuned --init_checkpoint
+    (checked before any file is written)."""
+    directory = FLAGS.output_dir
+    has_checkpoints = io.isdir(directory) and any(
+        name.startswith("model.ckpt-") and name.endswith(".index")
+        for name in io.listdir(directory))
+    if not has_checkpoints and not init_checkpoint:
+        raise InputError(f"Nothing to predict with: no checkpoint in {directory} and no "
+                         "fine-tuned --init_checkpoint (train with --do_train first)")
 
 
 def predict_with_best(task, trainer, init_checkpoint, head):

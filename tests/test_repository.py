@@ -67,6 +67,8 @@ def test_the_original_documented_module_commands_run_the_scripts(tmp_path):
 
     for script, flag in (("run_pretraining", "--max_predictions_per_seq"),
                          ("run_classifier", "--task_name"), ("run_race", "--max_qa_length"),
+                         ("run_squad", "--doc_stride"), ("run_squad_v1", "--n_best_size"),
+                         ("run_squad_v2", "--start_n_top"),
                          ("create_pretraining_data", "--dupe_factor"),
                          ("convert_checkpoint", "--output_format")):
         assert os.path.isfile(os.path.join(REPO, f"{script}.py"))

@@ -279,7 +279,7 @@ def test_a_tiny_model_learns_a_real_text_span_task(tmp_path, demo_corpus, versio
 
 
 @pytest.mark.parametrize("problem", ["json", "lengths", "predict_settings", "train_settings",
-                                     "pickle"])
+                                     "pickle", "nothing_to_predict_with"])
 def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_corpus, problem):
     _, spm = synthetic_corpus
     _, train, dev, flags = _setup(tmp_path, spm, "1.1")
@@ -313,6 +313,9 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
         args.append("--doc_stride=20")
         file = "dev_left.json" if problem == "predict_settings" else "train.tf_record"
         expected = [f"{features / file} was made with other settings (doc_stride differ)"]
+    elif problem == "nothing_to_predict_with":
+        args = [*flags, *names, "--do_predict"]
+        expected = ["Nothing to predict with: no checkpoint in"]
     else:
         (features / "dev.tf_record").write_bytes(b"")
         (features / "dev_left.json").write_bytes(b"\x80\x04\x95pickle")

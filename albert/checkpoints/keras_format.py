@@ -17,7 +17,7 @@ def build_model(config: AlbertConfig, head=None, head_dims=None):
     """Our Keras model for `config` with the head `head` (a key of naming.HEADS, or None)."""
     from albert.errors import ConfigError
     from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
-                                 AlbertPretrainer)
+                                 AlbertPretrainer, AlbertSquadV1, AlbertSquadV2)
 
     if head is None:
         return AlbertEncoder(config)
@@ -27,6 +27,10 @@ def build_model(config: AlbertConfig, head=None, head_dims=None):
         return AlbertClassifier(config, num_labels=head_dims["C"])
     if head == "multiple_choice":
         return AlbertMultipleChoice(config)
+    if head == "squad_v1":
+        return AlbertSquadV1(config)
+    if head == "squad_v2":
+        return AlbertSquadV2(config)
     raise ConfigError(f"No Keras model of this package holds the {head} head yet")
 
 
@@ -64,7 +68,7 @@ def _read(path: str, config):
 FORMAT = CheckpointFormat(
     name="keras",
     description="a native Keras 3 .keras file of AlbertEncoder / AlbertPretrainer / AlbertClassifier / "
-                 "AlbertMultipleChoice",
+                 "AlbertMultipleChoice / AlbertSquadV1 / AlbertSquadV2",
     output_files=(KERAS_FILE,),
     writes_albert_config=True,
     detect=lambda path: path.endswith(".keras") or io.isfile(io.join(path, KERAS_FILE)),

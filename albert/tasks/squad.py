@@ -96,8 +96,7 @@ class SquadEvaluation:
 
     @property
     def has_gold_answers(self) -> bool:
-        return any(qa.get("answers") for article in self.dataset
-                   for paragraph in article["paragraphs"] for qa in paragraph["qas"])
+        return squad_metrics.has_gold_answers(self.dataset)
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -141,3 +141,13 @@ def test_original_checkpoints_move_both_ways_bit_exactly(tmp_path, head, model_c
     reader = tf.train.load_checkpoint(str(tmp_path / "back" / "model.ckpt-best"))
     for name, value in values.items():
         assert reader.get_tensor(name).tobytes() == value.tobytes(), name
+
+
+@pytest.mark.parametrize("head", ["squad_v1", "squad_v2"])
+def test_keras_files_keep_the_squad_heads(tmp_path, head):
+    config = tiny_config()
+    model = AlbertSquadV2(config) if head == "squad_v2" else AlbertSquadV1(config)
+    write_checkpoint(model_weights(model), config, str(tmp_path), "keras", head=head)
+    back, _ = read_checkpoint(str(tmp_path), "keras", config, heads="required", head=head)
+    for name, value in model_weights(model).items():
+        np.testing.assert_array_equal(back[name], value)
