@@ -41,14 +41,10 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 def make_examples(corpus_dir: str, count: int, path: str) -> str:
     """A SQuAD v1.1 file of `count` questions on demo-corpus contexts."""
-    documents, sentences = [], []
-    for line in open(os.path.join(corpus_dir, "train.txt"), encoding="utf-8"):
-        line = line.strip()
-        if line:
-            sentences.append(line)
-        elif sentences:
-            documents.append(sentences)
-            sentences = []
+    from albert.data.corpus import iter_documents
+
+    documents = [[line.strip() for line in document.lines] for document, _ in
+                 iter_documents([os.path.join(corpus_dir, "train.txt")])]
     articles, index = [], 0
     for document in documents:
         position = 0
@@ -70,7 +66,7 @@ def make_examples(corpus_dir: str, count: int, path: str) -> str:
 def peak_rss_of_feature_creation(copies: int, spm: str, work_dir: str) -> float:
     """MiB: a fresh process writes training features for `copies` × the fixture contexts."""
     code = f"""
-import json, resource, sys
+import json, sys
 sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
 from squad_fixtures import squad_document, write_squad
 from albert.data import squad
@@ -88,7 +84,9 @@ tokenizer = SentencePieceTokenizer({spm!r})
 cache = squad.plan_train_features(path, {work_dir!r} + "/rss_{copies}.tf_record", tokenizer,
                                   384, 128, 64)
 squad.write_train_features(cache, tokenizer, 384, 128, 64)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+# VmHWM: this process's own peak (ru_maxrss would include the parent's, kept across exec)
+print([int(line.split()[1]) / 1024 for line in open("/proc/self/status")
+       if line.startswith("VmHWM")][0])
 """
     for suffix in (".tf_record", ".tf_record.settings.json"):
         target = os.path.join(work_dir, f"rss_{copies}{suffix}")
@@ -162,7 +160,6 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
 
-    import numpy as np
     import torch
     import transformers
 
@@ -219,7 +216,8 @@ def main():
     print(json.dumps(report), file=sys.stderr, flush=True)  # partial results
 
     hf_dir = os.path.join(args.work_dir, "hf")
-    write_checkpoint(model_weights(model_v1), config, hf_dir, "hf", head="squad_v1")
+    write_checkpoint(model_weights(model_v1), config, hf_dir, "hf", head="squad_v1",
+                     overwrite=True)
     shutil.copy(spm, os.path.join(hf_dir, "spiece.model"))
     torch.set_num_threads(os.cpu_count() or 1)
     hf_model = transformers.AlbertForQuestionAnswering.from_pretrained(hf_dir).eval()

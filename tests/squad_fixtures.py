@@ -105,17 +105,10 @@ def write_year_task(directory, corpus_dir, seed=0, train_questions=600, dev_ques
     import random
     import re
 
-    documents, sentences = [], []
-    with open(os.path.join(corpus_dir, "train.txt"), encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if line:
-                sentences.append(line)
-            elif sentences:
-                documents.append(sentences)
-                sentences = []
-    if sentences:
-        documents.append(sentences)
+    from albert.data.corpus import iter_documents
+
+    documents = [[line.strip() for line in document.lines] for document, _ in
+                 iter_documents([os.path.join(corpus_dir, "train.txt")])]
     answerable, empty = [], []
     for document in documents:
         for start in range(0, len(document) - 2, 2):

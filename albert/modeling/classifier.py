@@ -4,12 +4,9 @@ import keras
 from keras import ops
 
 from albert.config import load_config
-from albert.modeling.configured_model import ConfiguredModel
-from albert.modeling.dropout import SeededDropout, call_seeds, derive_seeds
+from albert.modeling.configured_model import EncoderWithHead
+from albert.modeling.dropout import SeededDropout
 from albert.modeling.encoder import AlbertEncoder
-
-# A dropout site of its own: the encoder's sites are numbered from 0 upwards.
-_HEAD_DROPOUT_SITE = 2**30
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -58,7 +55,7 @@ class AlbertClassifierHead(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="albert")
-class AlbertClassifier(ConfiguredModel):
+class AlbertClassifier(EncoderWithHead):
     """ALBERT with the original's GLUE head (`output_weights`, `output_bias`).
 
     Inputs: the encoder's dict. Outputs: the encoder's dict plus `logits`
@@ -93,20 +90,11 @@ class AlbertClassifier(ConfiguredModel):
     def head_dimensions(self) -> dict:
         return {"C": self.num_labels}
 
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.head.build()
-        self.built = True
-
     def call(self, inputs, training=False):
         outputs = dict(self.encoder(inputs, training=training))
-        seeds = None
-        if training and self.dropout_rate > 0:
-            seeds = derive_seeds(call_seeds(inputs, ops.shape(inputs["input_word_ids"])[0],
-                                            self.seed_generator), _HEAD_DROPOUT_SITE)
-        outputs["logits"] = self.head(outputs["pooled_output"], training=training,
-                                      dropout_seeds=seeds)
+        outputs["logits"] = self.head(
+            outputs["pooled_output"], training=training,
+            dropout_seeds=self.head_dropout_seeds(inputs, training, self.dropout_rate))
         return outputs
 
     def get_config(self):

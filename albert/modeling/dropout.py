@@ -48,6 +48,8 @@ def derive_seeds(seeds, salt: int):
 
 
 DROPOUT_SEEDS = "dropout_seeds"
+# The fine-tuning heads' dropout site: the encoder's sites are numbered from 0 upwards.
+HEAD_DROPOUT_SITE = 2**30
 _MAX_SEED = 2**31 - 1
 
 

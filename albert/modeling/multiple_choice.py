@@ -5,16 +5,13 @@ from keras import ops
 
 from albert.config import load_config
 from albert.modeling.classifier import AlbertClassifierHead
-from albert.modeling.configured_model import ConfiguredModel
-from albert.modeling.dropout import DROPOUT_SEEDS, call_seeds, derive_seeds
+from albert.modeling.configured_model import EncoderWithHead
+from albert.modeling.dropout import DROPOUT_SEEDS, HEAD_DROPOUT_SITE, call_seeds, derive_seeds
 from albert.modeling.encoder import INPUT_KEYS, AlbertEncoder
-
-# A dropout site of its own: the encoder's sites are numbered from 0 upwards.
-_HEAD_DROPOUT_SITE = 2**30
 
 
 @keras.saving.register_keras_serializable(package="albert")
-class AlbertMultipleChoice(ConfiguredModel):
+class AlbertMultipleChoice(EncoderWithHead):
     """ALBERT with the original RACE head.
 
     Each option's sequence (`[CLS] article [SEP] question+option [SEP]`) goes
@@ -53,15 +50,6 @@ class AlbertMultipleChoice(ConfiguredModel):
         self.seed_generator = keras.random.SeedGenerator() if self.uses_dropout else None
         self.build()
 
-    def head_dimensions(self) -> dict:
-        return {}
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.head.build()
-        self.built = True
-
     def call(self, inputs, training=False):
         ids = inputs["input_word_ids"]
         batch, length = ops.shape(ids)[0], ops.shape(ids)[-1]
@@ -79,7 +67,7 @@ class AlbertMultipleChoice(ConfiguredModel):
                                     (-1,))
             rows[DROPOUT_SEEDS] = row_seeds
         outputs = dict(self.encoder(rows, training=training))
-        head_seeds = (derive_seeds(row_seeds, _HEAD_DROPOUT_SITE)
+        head_seeds = (derive_seeds(row_seeds, HEAD_DROPOUT_SITE)
                       if row_seeds is not None and self.dropout_rate > 0 else None)
         scores = self.head(outputs["pooled_output"], training=training, dropout_seeds=head_seeds)
         outputs["logits"] = ops.reshape(scores, (-1, self.num_choices))

@@ -9,12 +9,9 @@ import keras
 from keras import ops
 
 from albert.config import load_config
-from albert.modeling.configured_model import ConfiguredModel
-from albert.modeling.dropout import SeededDropout, call_seeds, derive_seeds
+from albert.modeling.configured_model import EncoderWithHead
+from albert.modeling.dropout import SeededDropout
 from albert.modeling.encoder import AlbertEncoder
-
-# A dropout site of its own: the encoder's sites are numbered from 0 upwards.
-_HEAD_DROPOUT_SITE = 2**30
 # What the original adds to masked positions before the softmax.
 _MASKED = 1e30
 
@@ -166,21 +163,8 @@ class SquadV2Head(keras.layers.Layer):
         return config
 
 
-class _SquadModel(ConfiguredModel):
-    """The encoder and one SQuAD head; outputs the head's tensors and the encoder's."""
-
-    def head_dimensions(self) -> dict:
-        return {}
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        self.head.build()
-        self.built = True
-
-
 @keras.saving.register_keras_serializable(package="albert")
-class AlbertSquadV1(_SquadModel):
+class AlbertSquadV1(EncoderWithHead):
     """ALBERT with the original SQuAD v1.1 head.
 
     Inputs: the encoder's dict. Outputs: `start_logits`, `end_logits` `[B, S]`
@@ -209,7 +193,7 @@ class AlbertSquadV1(_SquadModel):
 
 
 @keras.saving.register_keras_serializable(package="albert")
-class AlbertSquadV2(_SquadModel):
+class AlbertSquadV2(EncoderWithHead):
     """ALBERT with the original SQuAD v2.0 head (`SquadV2Head`).
 
     Inputs: the encoder's dict plus `p_mask` `[B, S]` (1 where no answer can
@@ -242,13 +226,11 @@ class AlbertSquadV2(_SquadModel):
 
     def call(self, inputs, training=False):
         outputs = dict(self.encoder(inputs, training=training))
-        seeds = None
-        if training and self.dropout_rate > 0:
-            seeds = derive_seeds(call_seeds(inputs, ops.shape(inputs["input_word_ids"])[0],
-                                            self.seed_generator), _HEAD_DROPOUT_SITE)
-        outputs.update(self.head(outputs["sequence_output"], inputs["p_mask"],
-                                 start_positions=inputs.get("start_positions") if training
-                                 else None, training=training, dropout_seeds=seeds))
+        outputs.update(self.head(
+            outputs["sequence_output"], inputs["p_mask"],
+            start_positions=inputs.get("start_positions") if training else None,
+            training=training,
+            dropout_seeds=self.head_dropout_seeds(inputs, training, self.dropout_rate)))
         return outputs
 
     def get_config(self):
