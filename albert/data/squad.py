@@ -43,8 +43,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from albert import io
-from albert.data.feature_cache import (SETTINGS_SUFFIX, FeatureCache, files_fingerprint,
-                                       tokenizer_settings)
+from albert.data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.errors import InputError
 from albert.tokenization.text import preprocess_text
 
@@ -648,7 +647,7 @@ def write_predict_features(features: Sequence[SquadFeature], feature_file: str, 
                 left_file)
 
 
-__all__ = ["SETTINGS_SUFFIX", "SquadExample", "SquadFeature", "PredictFeatures",
-           "align_context", "check_lengths", "doc_spans", "max_context_windows",
+__all__ = ["SquadExample", "SquadFeature", "PredictFeatures",
+           "align_context", "check_lengths", "doc_spans", "load_squad_json", "max_context_windows",
            "plan_train_features", "prepare_predict_features", "read_squad_examples",
            "write_train_features"]

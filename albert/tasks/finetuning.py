@@ -80,12 +80,17 @@ def record_lengths(max_seq_length: int, num_choices: Optional[int] = None):
     return lengths
 
 
+# Per-position features beside the model inputs that are cut with them (SQuAD's p_mask).
+POSITION_FEATURES = ("p_mask",)
+
+
 def trim_to_longest(features: dict) -> dict:
     """The batch's token features cut to its longest sequence (padding changes no output)."""
     length = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1))
     trimmed = dict(features)
-    for name in MODEL_INPUTS:
-        trimmed[name] = features[name][..., :length]
+    for name in (*MODEL_INPUTS, *POSITION_FEATURES):
+        if name in features:
+            trimmed[name] = features[name][..., :length]
     return trimmed
 
 

@@ -25,11 +25,12 @@ import numpy as np
 import tensorflow as tf
 
 from albert.data.squad import PredictFeatures
+from albert.data.streams import RecordSource
 from albert.evaluation import squad_decoding, squad_metrics
 from albert.modeling import AlbertSquadV1, AlbertSquadV2
-from albert.tasks.finetuning import MODEL_INPUTS, TOKEN_FEATURES, FineTuningTask, bucketed_outputs
+from albert.tasks.finetuning import (TOKEN_FEATURES, FineTuningTask, bucketed_outputs,
+                                     record_lengths, trim_to_longest)
 from albert.training.inputs import TaskInput
-from albert.data.streams import RecordSource
 
 logger = logging.getLogger("albert")
 
@@ -54,25 +55,6 @@ class SquadParser:
         for name in ("p_mask", "start_positions", "end_positions", "is_impossible"):
             features[name] = tf.cast(parsed[name], tf.int32)
         return features
-
-
-def squad_lengths(max_seq_length: int):
-    spec = {"input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64)}
-
-    def lengths(records):
-        mask = tf.io.parse_example(records, spec)["input_mask"]
-        return tf.cast(tf.reduce_sum(mask, axis=-1), tf.int32)
-
-    return lengths
-
-
-def trim_squad(features: dict) -> dict:
-    """The batch cut to its longest window (labels always lie inside it)."""
-    length = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1))
-    trimmed = dict(features)
-    for name in (*MODEL_INPUTS, "p_mask"):
-        trimmed[name] = features[name][:, :length]
-    return trimmed
 
 
 @dataclasses.dataclass
@@ -129,7 +111,7 @@ class SquadTask(FineTuningTask):
     def train_input(self) -> TaskInput:
         return TaskInput(RecordSource((self.train_cache,), (self.train_records,)),
                          SquadParser(self.max_seq_length),
-                         lengths=squad_lengths(self.max_seq_length), trim=trim_squad)
+                         lengths=record_lengths(self.max_seq_length), trim=trim_to_longest)
 
     def eval_input(self):
         return None
