@@ -78,6 +78,10 @@ flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strate
 flags.DEFINE_float("masked_lm_budget", 0,
                    "If > 0, draw masks on the fly at this masking rate (fresh masks every time a "
                    "record is read) with the create_pretraining_data algorithm.")
+flags.DEFINE_bool("sentence_objective", True,
+                  "Add the sentence-pair loss (sentence order, or next sentence for data made with "
+                  "--random_next_sentence) to the masked-LM loss; --nosentence_objective trains the "
+                  "masked LM alone (the paper's Table 5 'None' row).")
 flags.DEFINE_float("poly_power", 1.0, "Exponent of the polynomial learning-rate decay.")
 # --- added here ---
 flags.DEFINE_string("eval_file", None,
@@ -140,7 +144,8 @@ def main(argv):
     task = PretrainingTask(
         config=config, train_data=train_data, eval_data=eval_data, seed=FLAGS.random_seed,
         init_checkpoint=FLAGS.init_checkpoint, init_checkpoint_format=FLAGS.init_checkpoint_format,
-        init_from_group0=FLAGS.init_from_group0, masked_lm_budget=FLAGS.masked_lm_budget)
+        init_from_group0=FLAGS.init_from_group0, masked_lm_budget=FLAGS.masked_lm_budget,
+        sentence_objective=FLAGS.sentence_objective)
     task.check_inputs()  # bad input fails here, before anything is written
 
     import keras

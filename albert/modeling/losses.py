@@ -49,20 +49,23 @@ def pretraining_normalizers(features):
             "examples": ops.cast(ops.shape(features["next_sentence_labels"])[0], "float32")}
 
 
-def pretraining_losses(outputs, features, normalizers=None):
+def pretraining_losses(outputs, features, normalizers=None, sentence_objective=True):
     """Losses of one batch: `masked_lm_loss`, `sentence_order_loss` and their sum `loss`.
 
     `features` holds the pretraining TFRecord features `masked_lm_ids`,
     `masked_lm_weights` and `next_sentence_labels` (the SOP label, named as in
     the original data format). `normalizers`: global sums of
     `pretraining_normalizers` when the batch is split across replicas.
+    `sentence_objective=False` leaves the sentence loss out of `loss` (masked
+    LM only, the paper's "None" ablation); it is still reported.
     """
     normalizers = normalizers or {}
     mlm = masked_lm_loss(outputs["mlm_logits"], features["masked_lm_ids"],
                          features["masked_lm_weights"], normalizers.get("masked_lm_weight"))
     sop = sentence_order_loss(outputs["sentence_order_logits"], features["next_sentence_labels"],
                               normalizers.get("examples"))
-    return {"loss": mlm + sop, "masked_lm_loss": mlm, "sentence_order_loss": sop}
+    total = mlm + sop if sentence_objective else mlm
+    return {"loss": total, "masked_lm_loss": mlm, "sentence_order_loss": sop}
 
 
 def pretraining_metric_sums(outputs, features):

@@ -56,6 +56,8 @@ class PretrainingTask(Task):
       init_checkpoint: initial weights (any format `albert.checkpoints` reads).
       init_from_group0: initialise every group from the checkpoint's group_0.
       masked_lm_budget: > 0 draws new masks on the fly at this rate.
+      sentence_objective: False trains the masked LM alone (the sentence head
+        is left untrained; its accuracy is still evaluated).
     """
 
     config: AlbertConfig
@@ -66,6 +68,7 @@ class PretrainingTask(Task):
     init_checkpoint_format: str = "auto"
     init_from_group0: bool = False
     masked_lm_budget: float = 0.0
+    sentence_objective: bool = True
     best_metric: str = "masked_lm_accuracy"
     loss_names: tuple = ("loss", "masked_lm_loss", "sentence_order_loss")
     _initial_weights: Optional[dict] = dataclasses.field(default=None, repr=False)
@@ -145,7 +148,7 @@ class PretrainingTask(Task):
         return pretraining_normalizers(features)
 
     def losses(self, outputs, features, normalizers):
-        return pretraining_losses(outputs, features, normalizers)
+        return pretraining_losses(outputs, features, normalizers, self.sentence_objective)
 
     def metric_sums(self, outputs, features):
         return pretraining_metric_sums(outputs, features)

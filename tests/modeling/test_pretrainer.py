@@ -41,6 +41,12 @@ def test_losses_are_the_original_formulas():
     assert losses["sentence_order_loss"] == pytest.approx(expected_sop, rel=1e-5)
     assert losses["loss"] == pytest.approx(expected_mlm + expected_sop, rel=1e-5)
 
+    # Masked LM alone (the paper's "None" ablation): the sentence loss is reported, not trained.
+    mlm_only = {k: float(v) for k, v in
+                pretraining_losses(outputs, labels, sentence_objective=False).items()}
+    assert mlm_only["loss"] == pytest.approx(expected_mlm, rel=1e-5)
+    assert mlm_only["sentence_order_loss"] == pytest.approx(expected_sop, rel=1e-5)
+
 
 def test_metric_sums_are_weighted_like_the_original():
     config = tiny_config()
