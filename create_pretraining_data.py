@@ -68,9 +68,10 @@ flags.DEFINE_integer("documents_per_window", 1000,
                      "Documents processed together: random-document negatives and the shuffle "
                      "stay within a window; memory grows with it.")
 flags.DEFINE_bool("single_segment_random_document", True,
-                  "Sentence-order mode: give a one-segment chunk a random-document B labelled 1, "
-                  "as the original does (a quirk that adds NSP-style pairs and lifts the label-1 "
-                  "share above 0.5). False skips such chunks.")
+                  "Give a one-segment chunk a random-document B labelled 1, as the original does "
+                  "(a quirk: in sentence-order mode it adds NSP-style pairs, in next-sentence "
+                  "mode forced negatives; either way the label-1 share rises above 0.5). False "
+                  "skips such chunks: balanced held-out sets.")
 flags.DEFINE_enum("digit_comma_rule", "intended", list(DIGIT_COMMA_RULES),
                   "How a piece ending in a digit and a comma is split: 'intended' (what the "
                   "original meant, also what Hugging Face and Model Garden do) or "

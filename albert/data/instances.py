@@ -18,9 +18,11 @@ class InstanceConfig:
     short_seq_prob: float = 0.1
     # False: sentence-order prediction (ALBERT); True: BERT's next-sentence prediction.
     random_next_sentence: bool = False
-    # QUIRK of the original, kept by default: in sentence-order mode a chunk of
-    # one segment still gets B from a random document, labelled 1 ("swapped").
-    # False skips such chunks, so every sentence-order pair is a real one.
+    # QUIRK of the original, kept by default: a chunk of one segment gets B
+    # from a random document, labelled 1, in both modes (in sentence-order mode
+    # an NSP-style pair; in next-sentence mode a forced negative that lifts the
+    # label-1 share above the coin's 0.5). False skips such chunks, so every
+    # pair is a real sentence-order pair, or a fair coin flip in NSP mode.
     single_segment_random_document: bool = True
     masking: MaskingConfig = MaskingConfig()
 
@@ -77,7 +79,7 @@ def create_instances_from_document(documents: Sequence[Sequence[Sequence[int]]],
     from a random other document (label 1) and puts the unused segments
     back; otherwise B is the rest of the chunk, swapped with A on a coin flip
     in sentence-order mode (label 1) — QUIRK kept by default: a one-segment
-    chunk gets a random-document negative even in sentence-order mode
+    chunk always gets a random-document negative, even in sentence-order mode
     (`single_segment_random_document=False` skips such chunks instead).
     """
     document = documents[document_index]
@@ -102,8 +104,7 @@ def create_instances_from_document(documents: Sequence[Sequence[Sequence[int]]],
                 tokens_a = [token for part in chunk[:a_end] for token in part]
                 tokens_b: List[int] = []
                 random_document = False
-                if (len(chunk) == 1 and not config.random_next_sentence
-                        and not config.single_segment_random_document):
+                if len(chunk) == 1 and not config.single_segment_random_document:
                     chunk, chunk_length = [], 0
                     i += 1
                     continue

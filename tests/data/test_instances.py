@@ -1,3 +1,4 @@
+import dataclasses
 import random
 
 from albert.data.instances import InstanceConfig, create_instances_from_document, truncate_seq_pair
@@ -54,6 +55,15 @@ def test_one_segment_chunks_take_a_random_document_unless_disabled():
                               single_segment_random_document=False)
     assert create_instances_from_document(documents, 0, random.Random(0), skipping,
                                           VOCABULARY, START) == []
+    next_sentence = InstanceConfig(max_seq_length=64, short_seq_prob=0, masking=NO_MASKING,
+                                   random_next_sentence=True)
+    instance, = create_instances_from_document(documents, 0, random.Random(0), next_sentence,
+                                               VOCABULARY, START)
+    assert instance.is_random_next and instance.random_document
+    assert create_instances_from_document(
+        documents, 0, random.Random(0),
+        dataclasses.replace(next_sentence, single_segment_random_document=False),
+        VOCABULARY, START) == []
 
 
 def test_next_sentence_mode_never_swaps_and_puts_unused_segments_back():
