@@ -9,8 +9,9 @@ from setuptools import find_packages, setup
 
 # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as data
 # files; gensim is never imported), wiki markup removal and sentence
-# splitting. Library users do not need them.
-DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4"]
+# splitting; matplotlib draws the reproduced paper tables' plots. Library
+# users do not need them.
+DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4", "matplotlib>=3.5"]
 
 setup(
     name="albert-tf2",

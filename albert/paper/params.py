@@ -12,10 +12,7 @@ accounting rounds to the printed value, or "no" (with a note) for the rows
 where no accounting reproduces the paper.
 """
 
-import argparse
 import dataclasses
-import json
-import sys
 from typing import List, Optional
 
 from albert.checkpoints.naming import count_parameters
@@ -133,24 +130,3 @@ def format_markdown(rows: List[Row]) -> str:
         lines.append(f"| {row.table} | {row.config} | {row.ours:,} | {row.ours_without_pooler:,} | "
                      f"{row.paper} | {row.agrees} | {row.note} |")
     return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m albert.paper",
-                                     description="Reproduce the paper's tables that need no TPU.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    params = commands.add_parser("params", help="parameter counts of Tables 1, 3, 4, 11 and 12")
-    params.add_argument("--format", choices=("markdown", "json"), default="markdown")
-    args = parser.parse_args(argv)
-
-    rows = parameter_rows()
-    if args.format == "json":
-        json.dump([dataclasses.asdict(row) for row in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(format_markdown(rows))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The paper's tables, reproduced.
+
+    python -m albert.paper params                       # parameter columns (Tables 1, 3, 4, 11, 12)
+    python -m albert.paper reproduce --table=5 --scale=tiny --corpus=... --heldout=... \
+        --output_dir=...                                # the ablation experiments
+
+Modules: `params` (parameter counts), `tables` (the cells and printed
+numbers), `scales` (how big the runs are), `reproduce` (runs the cells
+through the project's scripts), `report` (table<N>.md / .json / .png).
+"""
+
+from albert.paper.params import (SHAPES, VOCAB_SIZE, Row, albert_config, bert_config,
+                                 format_markdown, parameter_rows)
+
+__all__ = ["SHAPES", "VOCAB_SIZE", "Row", "albert_config", "bert_config", "format_markdown",
+           "parameter_rows"]

@@ -1,0 +1,133 @@
+"""`python -m albert.paper params|reproduce` (see albert/paper/__init__.py and docs/paper.md)."""
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+from albert.errors import AlbertError
+
+
+def _params(args) -> int:
+    from albert.paper.params import format_markdown, parameter_rows
+
+    rows = parameter_rows()
+    if args.format == "json":
+        json.dump([dataclasses.asdict(row) for row in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_markdown(rows))
+    return 0
+
+
+def _select_cells(table, only):
+    if not only:
+        return list(table.cells)
+    wanted = [part.strip() for part in only.split(";") if part.strip()]
+    cells = [cell for cell in table.cells if cell.label in wanted]
+    unknown = sorted(set(wanted) - {cell.label for cell in cells})
+    if unknown:
+        raise AlbertError(f"--cells: no cell {', '.join(map(repr, unknown))} in Table "
+                          f"{table.number}; its cells are "
+                          f"{'; '.join(cell.label for cell in table.cells)}")
+    return cells
+
+
+def _reproduce(args) -> int:
+    from albert.errors import InputError
+    from albert.paper.reproduce import Reproduction
+    from albert.paper.scales import SCALES
+    from albert.paper.tables import TABLES
+
+    table = TABLES[args.table]
+    scale = SCALES[args.scale]
+    overrides = {key: getattr(args, key) for key in
+                 ("num_train_steps", "train_batch_size", "finetuning_steps") if getattr(args, key)}
+    if "num_train_steps" in overrides:
+        steps = overrides["num_train_steps"]
+        overrides["num_warmup_steps"] = steps // 10
+        overrides["save_checkpoints_steps"] = max(1, min(scale.save_checkpoints_steps, steps // 2))
+    scale = dataclasses.replace(scale, **overrides)
+    for flag in ("corpus", "heldout"):
+        if not os.path.isfile(getattr(args, flag)):
+            raise InputError(f"--{flag}={getattr(args, flag)} is not a file (text in the "
+                             "pretraining format: one sentence per line, blank lines between "
+                             "documents)")
+    if args.spm_model_file and not os.path.isfile(args.spm_model_file):
+        raise InputError(f"--spm_model_file={args.spm_model_file} does not exist")
+    glue_dir = {"demo": "demo", "none": None, "": None}.get(args.glue_dir, args.glue_dir)
+    if glue_dir not in (None, "demo") and not os.path.isdir(glue_dir):
+        raise InputError(f"--glue_dir={glue_dir} is not a directory")
+    cells = _select_cells(table, args.cells)
+    execute = args.run or scale.runs_by_default
+    reproduction = Reproduction(args.output_dir, scale, os.path.abspath(args.corpus),
+                                os.path.abspath(args.heldout),
+                                args.spm_model_file and os.path.abspath(args.spm_model_file),
+                                glue_dir if glue_dir in (None, "demo") else os.path.abspath(glue_dir),
+                                execute=execute)
+    if glue_dir == "demo":
+        from albert.datasets.demo_corpus import require_demo_packages
+
+        require_demo_packages()
+    results = reproduction.run_table(table, cells)
+    commands_file = reproduction.path(f"table{table.number}-commands.sh")
+    with open(commands_file, "w", encoding="utf-8") as handle:
+        handle.write("#!/bin/sh\n# Every step of this table, in order (cd to the repository "
+                     "first).\nset -e\n" + "\n".join(reproduction.commands) + "\n")
+    if not execute:
+        print(f"Scale {scale.name}: nothing was run. The commands are in {commands_file}; run "
+              f"them on your accelerators, then the same command with --run to evaluate every "
+              "cell and write the table (finished runs are not retrained).")
+        return 0
+    from albert.paper.report import build_report, write_report
+
+    report = build_report(table, cells, results, reproduction, demo_glue=glue_dir == "demo")
+    for path in write_report(report, reproduction.output_dir):
+        print(f"Wrote {path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    from albert.paper.scales import SCALES
+    from albert.paper.tables import TABLES
+
+    parser = argparse.ArgumentParser(prog="python -m albert.paper",
+                                     description="Reproduce the paper's tables.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    params = commands.add_parser("params", help="parameter counts of Tables 1, 3, 4, 11 and 12")
+    params.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    reproduce = commands.add_parser(
+        "reproduce", help="pretrain every cell of an ablation table and report it beside the paper")
+    reproduce.add_argument("--table", type=int, choices=sorted(TABLES), required=True)
+    reproduce.add_argument("--scale", choices=list(SCALES), default="tiny")
+    reproduce.add_argument("--corpus", required=True,
+                           help="training text (one sentence per line, blank line between documents)")
+    reproduce.add_argument("--heldout", required=True,
+                           help="held-out text in the same format (intrinsic evaluation)")
+    reproduce.add_argument("--output_dir", required=True)
+    reproduce.add_argument("--glue_dir", default="demo",
+                           help="GLUE-format tasks to fine-tune every cell on; 'demo' (default): "
+                                "the demo's real-data stand-ins; 'none': no downstream columns")
+    reproduce.add_argument("--spm_model_file", default=None,
+                           help="an existing SentencePiece model (default: trained on --corpus)")
+    reproduce.add_argument("--cells", default=None,
+                           help="only these cells, ';'-separated labels such as 'SP task=SOP'")
+    reproduce.add_argument("--run", action="store_true",
+                           help="run the paper scale here too (default: write its commands only)")
+    reproduce.add_argument("--num_train_steps", type=int, default=None,
+                           help="override the scale's pretraining steps")
+    reproduce.add_argument("--train_batch_size", type=int, default=None,
+                           help="override the scale's pretraining batch size")
+    reproduce.add_argument("--finetuning_steps", type=int, default=None,
+                           help="override the scale's fine-tuning steps")
+    args = parser.parse_args(argv)
+    try:
+        return _params(args) if args.command == "params" else _reproduce(args)
+    except AlbertError as error:
+        print(f"ERROR: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

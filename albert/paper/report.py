@@ -1,0 +1,175 @@
+"""table<N>.md / .json / .png: our cells beside the paper's printed numbers.
+
+Each cell is two rows: the paper's, then ours. Our intrinsic columns are the
+final checkpoint's held-out accuracies (%), our downstream columns the best
+dev score of run_classifier.py (%, the paper's dev early stopping). A column
+we have no data for says so ("no data"); nothing is filled in from
+elsewhere.
+"""
+
+import json
+import os
+from typing import Dict, List, Optional
+
+from albert import io
+from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
+from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
+
+NO_DATA = "no data"
+DEMO_NOTE = ("SST-2 and STS-B here are the demo's GLUE-format stand-ins (`python -m albert.datasets "
+             "glue-demo`: Pang & Lee movie-review polarity sentences as SST-2, 30 dev sentences; "
+             "Lee et al. document-similarity ratings as STS-B, Pearson r), not the GLUE tasks.")
+
+
+def _percent(value: Optional[float]) -> str:
+    return NO_DATA if value is None else f"{100 * value:.1f}"
+
+
+def _millions(count: int) -> str:
+    return f"{count / 1e6:.1f}M" if count >= 1e5 else f"{count / 1e3:.0f}k"
+
+
+def our_values(result: dict) -> Dict[str, str]:
+    """Our row: every paper column, then extra downstream tasks under their GLUE names."""
+    intrinsic, downstream = result["intrinsic"], result["downstream"]
+    values = {"params": _millions(result["parameters"])}
+    for column in INTRINSIC_COLUMNS:
+        values[column] = _percent(intrinsic.get(column))
+    for column in DOWNSTREAM_COLUMNS:
+        values[column] = NO_DATA
+    for task, score in sorted(downstream.items()):
+        values[PAPER_GLUE_TASKS.get(task, task.upper())] = _percent(score["value"])
+    return values
+
+
+def extra_columns(results: List[dict]) -> List[str]:
+    names = {PAPER_GLUE_TASKS.get(task, task.upper()) for result in results
+             for task in result["downstream"]}
+    return sorted(names - set(DOWNSTREAM_COLUMNS))
+
+
+def build_report(table: Table, cells: List[Cell], results: List[dict],
+                 reproduction: Reproduction, demo_glue: bool) -> dict:
+    columns = ["params", *INTRINSIC_COLUMNS, *DOWNSTREAM_COLUMNS, *extra_columns(results)]
+    rows = []
+    for cell, result in zip(cells, results):
+        paper = dict(cell.paper, params=cell.paper_params or "")
+        rows.append({"cell": cell.label, "keys": dict(cell.keys), "run_name": cell.run_name,
+                     "run_dir": reproduction.run_dir(cell),
+                     "paper": {column: paper.get(column, "–") for column in columns},
+                     "ours": our_values(result), "intrinsic": result["intrinsic"],
+                     "downstream": result["downstream"], "commands": result["commands"]})
+    notes = [f"Ours: scale `{reproduction.scale.name}` ({describe_scale(reproduction)}); "
+             "the paper: BookCorpus + Wikipedia, batch 4096, sequence length 512, 125,000 steps.",
+             "MLM acc and SOP acc are measured on the held-out sentence-order set, NSP acc on the "
+             "held-out next-sentence set, both made from the held-out text with "
+             "create_pretraining_data.py; the paper's intrinsic columns come from SQuAD and RACE "
+             "dev text.",
+             "SQuAD and RACE columns need their data (not available offline); Avg needs all five "
+             "tasks."]
+    if demo_glue:
+        notes.append(DEMO_NOTE)
+    return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
+            "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
+            "notes": notes, "commands": {"data": _data_commands(reproduction)}}
+
+
+def describe_scale(reproduction: Reproduction) -> str:
+    scale = reproduction.scale
+    return (f"widths ÷ {scale.width_divisor}, depth ÷ {scale.depth_divisor}, vocabulary {scale.vocab_size:,}, sequence length "
+            f"{scale.max_seq_length}, batch {scale.train_batch_size}, {scale.num_train_steps:,} "
+            f"LAMB steps at {scale.learning_rate:g}; corpus {reproduction.corpus}, held-out text "
+            f"{reproduction.heldout}")
+
+
+def _data_commands(reproduction: Reproduction) -> List[str]:
+    path = reproduction.path("data", "commands.sh")
+    return io.read_text(path).splitlines() if io.exists(path) else []
+
+
+def format_markdown(report: dict) -> str:
+    keys, columns = report["key_columns"], report["columns"]
+    lines = [f"# Table {report['table']}: {report['title']} (scale `{report['scale']}`)", ""]
+    header = [*keys, "", *columns]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in report["rows"]:
+        key_values = [row["keys"][key] for key in keys]
+        for source in ("paper", "ours"):
+            values = [row[source].get(column, "") for column in columns]
+            lines.append("| " + " | ".join([*key_values, source, *values]) + " |")
+    lines += [""] + [f"- {note}" for note in report["notes"]]
+    lines += ["", f"![Table {report['table']}](table{report['table']}.png)", "", "## Commands", "",
+              "Data:", "", "```sh", *report["commands"]["data"], "```"]
+    for row in report["rows"]:
+        lines += ["", f"{row['cell']} (`{row['run_dir']}`):", "", "```sh", *row["commands"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _moving_average(values: List[float], window: int) -> List[float]:
+    averaged, total = [], 0.0
+    for index, value in enumerate(values):
+        total += value
+        if index >= window:
+            total -= values[index - window]
+        averaged.append(total / min(index + 1, window))
+    return averaged
+
+
+def plot(report: dict, path: str) -> None:
+    """Bars: held-out accuracies per cell (paper markers where it printed them);
+    curves: training MLM loss and held-out MLM accuracy of every cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = report["rows"]
+    figure, (bars, losses, accuracies) = plt.subplots(1, 3, figsize=(16, 4.8))
+    width = 0.8 / len(INTRINSIC_COLUMNS)
+    for offset, column in enumerate(INTRINSIC_COLUMNS):
+        positions = [index + (offset - 1) * width for index in range(len(rows))]
+        values = [100 * (row["intrinsic"].get(column) or 0) for row in rows]
+        bars.bar(positions, values, width, label=f"ours: {column}")
+        paper = [row["paper"].get(column) for row in rows]
+        if any(value not in (None, "–") for value in paper):
+            bars.scatter(positions, [float(value) for value in paper], marker="_", s=300,
+                         color="black", zorder=3, label="paper" if offset == 0 else None)
+    bars.axhline(50, color="grey", linestyle=":", linewidth=1)
+    bars.set_xticks(range(len(rows)), [row["cell"] for row in rows], rotation=30, ha="right",
+                    fontsize=8)
+    bars.set_ylabel("held-out accuracy (%)")
+    bars.set_ylim(0, 100)
+    bars.legend(fontsize=7)
+    bars.set_title(f"Table {report['table']} at scale {report['scale']}")
+    for row in rows:
+        log_path = os.path.join(row["run_dir"], "pretraining", "train_log.jsonl")
+        if io.exists(log_path):
+            records = [json.loads(line) for line in io.read_text(log_path).splitlines() if line]
+            steps = [record["step"] for record in records]
+            values = [record["masked_lm_loss"] for record in records]
+            losses.plot(steps, _moving_average(values, 25), label=row["cell"], linewidth=1)
+        eval_path = os.path.join(row["run_dir"], "pretraining", "eval_results.json")
+        if io.exists(eval_path):
+            evaluations = io.read_json(eval_path)["evaluations"]
+            accuracies.plot([entry["step"] for entry in evaluations],
+                            [100 * entry["masked_lm_accuracy"] for entry in evaluations],
+                            marker="o", label=row["cell"], linewidth=1)
+    losses.set_xlabel("step")
+    losses.set_ylabel("training MLM loss (moving average, 25 steps)")
+    losses.legend(fontsize=7)
+    accuracies.set_xlabel("step")
+    accuracies.set_ylabel("held-out MLM accuracy (%)")
+    accuracies.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_report(report: dict, output_dir: str) -> List[str]:
+    stem = os.path.join(output_dir, f"table{report['table']}")
+    io.write_json_atomically(stem + ".json", report)
+    io.write_text_atomically(stem + ".md", format_markdown(report))
+    temporary = stem + ".tmp.png"
+    plot(report, temporary)
+    os.replace(temporary, stem + ".png")
+    return [stem + ".md", stem + ".json", stem + ".png"]

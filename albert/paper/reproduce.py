@@ -1,0 +1,344 @@
+"""Runs the cells of a paper table through the project's own scripts.
+
+Layout of --output_dir (one scale per directory):
+
+    reproduce.json             the scale, corpus, held-out text and vocabulary of this directory
+    vocab/ data/               SentencePiece model; training and held-out NSP / SOP records
+    glue-demo/                 the demo's GLUE-format tasks (when --glue_dir=demo)
+    runs/<run name>/           one directory per cell:
+        albert_config.json settings.json commands.sh
+        pretraining/           run_pretraining.py's output directory
+        intrinsic.json         MLM / NSP / SOP accuracy on the held-out sets
+        finetuning-<TASK>/     run_classifier.py's output directory, per GLUE task
+        result.json            written last: the cell is finished
+    table<N>.md .json .png     the report (albert.paper.report)
+
+Every step is a command a user could type (printed, and kept in
+`commands.sh`); a finished cell (result.json) is skipped on re-run and a
+killed one resumes, because run_pretraining.py and run_classifier.py resume
+from their latest checkpoint.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+from albert import io
+from albert.errors import InputError
+from albert.paper.scales import Scale
+from albert.paper.tables import Cell, Table
+
+logger = logging.getLogger("albert")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MANIFEST = "reproduce.json"
+RESULT = "result.json"
+# Tasks of --glue_dir that fill a column of the paper's tables; others are reported beside them.
+PAPER_GLUE_TASKS = {"mnli": "MNLI", "sst-2": "SST-2"}
+
+
+class StepFailed(InputError):
+    """A script run by the reproduction failed (its own error is printed above)."""
+
+
+@dataclasses.dataclass
+class Reproduction:
+    output_dir: str
+    scale: Scale
+    corpus: str
+    heldout: str
+    spm_model_file: Optional[str] = None
+    glue_dir: Optional[str] = None
+    python: str = sys.executable
+    execute: bool = True  # False: write configs and commands only
+
+    def __post_init__(self):
+        self.output_dir = os.path.abspath(self.output_dir)
+        self.commands: List[str] = []
+
+    # ------------------------------------------------------------------ paths
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.output_dir, *parts)
+
+    @property
+    def vocab_model(self) -> str:
+        return self.spm_model_file or self.path("vocab", f"spm{self.scale.vocab_size}.model")
+
+    def records(self, split: str, sentence_task: str) -> str:
+        # A model without a sentence objective trains on the SOP records (labels unused).
+        kind = "nsp" if sentence_task == "NSP" else "sop"
+        return self.path("data", f"{split}-{kind}.tfrecord")
+
+    def run_dir(self, cell: Cell) -> str:
+        return self.path("runs", cell.run_name)
+
+    def final_checkpoint(self, cell: Cell) -> str:
+        return os.path.join(self.run_dir(cell), "pretraining",
+                            f"model.ckpt-{self.scale.num_train_steps}")
+
+    # ------------------------------------------------------------- commands
+    def _run(self, command: List[str], log_file: Optional[str] = None) -> None:
+        printable = " ".join(shlex.quote(part) for part in command)
+        self.commands.append(printable)
+        if log_file:
+            with open(log_file, "a", encoding="utf-8") as handle:
+                handle.write(printable + "\n")
+        if not self.execute:
+            return
+        print(f"\n$ {printable}", flush=True)
+        result = subprocess.run(command, cwd=REPO)
+        if result.returncode != 0:
+            raise StepFailed(f"This step failed (exit {result.returncode}); fix it and run the "
+                             f"same reproduce command again to continue: {printable}")
+
+    # ----------------------------------------------------------- the manifest
+    def check_manifest(self) -> None:
+        """One scale and one corpus per output directory: mixing them would mix the table."""
+        wanted = {"scale": dataclasses.asdict(self.scale), "corpus": self.corpus,
+                  "heldout": self.heldout, "spm_model_file": self.spm_model_file}
+        path = self.path(MANIFEST)
+        if io.exists(path):
+            found = io.read_json(path)
+            differing = sorted(key for key in wanted if found.get(key) != wanted[key])
+            if differing:
+                raise InputError(f"{self.output_dir} holds a reproduction with other "
+                                 f"{', '.join(differing)} ({path}); use another --output_dir")
+            return
+        if io.exists(self.output_dir) and os.listdir(self.output_dir):
+            raise InputError(f"--output_dir={self.output_dir} is not empty and holds no "
+                             f"{MANIFEST}; use a new or empty directory")
+        os.makedirs(self.output_dir, exist_ok=True)
+        io.write_json_atomically(path, wanted)
+
+    # ------------------------------------------------------------------- data
+    def prepare_data(self, cells: List[Cell]) -> None:
+        os.makedirs(self.path("data"), exist_ok=True)
+        os.makedirs(self.path("vocab"), exist_ok=True)
+        log = self.path("data", "commands.sh")
+        if not self.spm_model_file and not os.path.exists(self.vocab_model):
+            self._run([self.python, "-m", "albert.tokenization", "train", f"--input={self.corpus}",
+                       f"--model_prefix={self.vocab_model[:-len('.model')]}",
+                       f"--vocab_size={self.scale.vocab_size}"], log)
+        # Held-out sets of both kinds for every model; training sets as the cells need them.
+        wanted = [("heldout", "NSP"), ("heldout", "SOP")]
+        wanted += sorted({("train", "NSP" if cell.sentence_task == "NSP" else "SOP")
+                          for cell in cells})
+        for split, task in wanted:
+            target = self.records(split, task)
+            if os.path.exists(target):
+                continue
+            source = self.corpus if split == "train" else self.heldout
+            dupe_factor = self.scale.dupe_factor if split == "train" else self.scale.heldout_dupe_factor
+            command = [self.python, "create_pretraining_data.py", f"--input_file={source}",
+                       f"--output_file={target}", f"--spm_model_file={self.vocab_model}",
+                       f"--max_seq_length={self.scale.max_seq_length}",
+                       f"--max_predictions_per_seq={self.scale.max_predictions_per_seq}",
+                       f"--dupe_factor={dupe_factor}"]
+            if task == "NSP":
+                command.append("--random_next_sentence")
+            if split == "heldout":
+                # Balanced, pure pairs: a one-segment chunk would otherwise be paired with a
+                # random document and labelled 1 (an NSP pair in the SOP set, a forced
+                # negative in the NSP set), which moves chance away from 50%.
+                command.append("--nosingle_segment_random_document")
+            self._run(command, log)
+
+    def glue_tasks(self) -> Dict[str, str]:
+        """{task name: data_dir} of the GLUE-format tasks found in --glue_dir."""
+        if not self.glue_dir:
+            return {}
+        from albert.data.glue import TASKS
+
+        if not self.execute and self.glue_dir == self.path("glue-demo"):
+            return {"sst-2": self.glue_dir, "sts-b": self.glue_dir}  # what glue-demo will write
+        found = {}
+        for name, task in TASKS.items():
+            if task.predict_only or name == "mismnli":
+                continue
+            if all(os.path.exists(os.path.join(self.glue_dir, task.directory, task.files[split]))
+                   for split in ("train", "dev")):
+                found[name] = self.glue_dir
+        return found
+
+    # ------------------------------------------------------------------ cells
+    def cell_config(self, cell: Cell):
+        config = self.scale.config(cell.paper_config())
+        if self.spm_model_file:
+            from albert.tokenization import load_tokenizer
+
+            vocab_size = load_tokenizer(spm_model_file=self.spm_model_file).vocab_size
+            config = dataclasses.replace(config, vocab_size=vocab_size)
+        return config
+
+    def _settings(self, cell: Cell, config) -> dict:
+        return {"run_name": cell.run_name, "albert_config": config.to_dict(),
+                "sentence_task": cell.sentence_task,
+                "warm_start_from": cell.warm_start_from.run_name if cell.warm_start_from else None,
+                "scale": dataclasses.asdict(self.scale)}
+
+    def pretraining_command(self, cell: Cell) -> List[str]:
+        scale, run_dir = self.scale, self.run_dir(cell)
+        command = [self.python, "run_pretraining.py",
+                   f"--albert_config_file={run_dir}/albert_config.json",
+                   f"--input_file={self.records('train', cell.sentence_task)}",
+                   f"--eval_file={self.records('heldout', cell.sentence_task)}",
+                   f"--output_dir={run_dir}/pretraining", "--do_train", "--do_eval",
+                   f"--train_batch_size={scale.train_batch_size}",
+                   f"--eval_batch_size={scale.eval_batch_size}", "--optimizer=lamb",
+                   f"--learning_rate={scale.learning_rate}",
+                   f"--num_train_steps={scale.num_train_steps}",
+                   f"--num_warmup_steps={scale.num_warmup_steps}",
+                   f"--save_checkpoints_steps={scale.save_checkpoints_steps}",
+                   "--keep_checkpoint_max=0", "--max_eval_steps=1000000"]
+        if scale.width_divisor > 1:
+            command.append("--steps_per_loop=50")  # small models: fewer host round trips
+        if cell.sentence_task == "None":
+            command.append("--nosentence_objective")
+        if cell.warm_start_from is not None:
+            command.append(f"--init_checkpoint={self.final_checkpoint(cell.warm_start_from)}")
+        return command
+
+    def finetuning_command(self, cell: Cell, task: str, data_dir: str) -> List[str]:
+        from albert.data.glue import TASKS
+
+        settings = self.scale.finetuning(task)
+        run_dir = self.run_dir(cell)
+        steps = settings["train_step"]
+        return [self.python, "run_classifier.py", f"--task_name={TASKS[task].directory}",
+                f"--data_dir={data_dir}", f"--albert_config_file={run_dir}/albert_config.json",
+                f"--init_checkpoint={self.final_checkpoint(cell)}",
+                f"--spm_model_file={self.vocab_model}",
+                f"--output_dir={run_dir}/finetuning-{TASKS[task].directory}",
+                f"--max_seq_length={min(settings['max_seq_length'], self.scale.max_seq_length)}",
+                "--do_train", "--do_eval",
+                f"--train_batch_size={settings['train_batch_size']}",
+                f"--learning_rate={settings['learning_rate']}", f"--train_step={steps}",
+                f"--warmup_step={settings['warmup_step']}",
+                f"--save_checkpoints_steps={max(1, steps // 5)}"]
+
+    def run_cell(self, cell: Cell, index: int, total: int) -> dict:
+        run_dir = self.run_dir(cell)
+        result_path = os.path.join(run_dir, RESULT)
+        if io.exists(result_path):
+            print(f"[{index}/{total}] {cell.label}: finished earlier ({result_path})", flush=True)
+            return io.read_json(result_path)
+        config = self.cell_config(cell)
+        settings = self._settings(cell, config)
+        settings_path = os.path.join(run_dir, "settings.json")
+        if io.exists(settings_path) and io.read_json(settings_path) != settings:
+            raise InputError(f"{run_dir} was started with other settings ({settings_path}); "
+                             "use another --output_dir")
+        os.makedirs(run_dir, exist_ok=True)
+        io.write_json_atomically(settings_path, settings)
+        io.write_text_atomically(os.path.join(run_dir, "albert_config.json"),
+                                 config.to_json_string())
+        print(f"\n[{index}/{total}] {cell.label}: {cell.run_name}", flush=True)
+        log = os.path.join(run_dir, "commands.sh")
+        if io.exists(log):
+            os.remove(log)  # rewritten below with this run's commands
+        self._run(self.pretraining_command(cell), log)
+        tasks = self.glue_tasks()
+        for task, data_dir in tasks.items():
+            self._run(self.finetuning_command(cell, task, data_dir), log)
+        if not self.execute:
+            return {}
+        result = {"cell": cell.label, "run_name": cell.run_name, "albert_config": config.to_dict(),
+                  "parameters": _parameters(config),
+                  "intrinsic": self.intrinsic(cell, config),
+                  "downstream": {task: _best_dev_metric(
+                      os.path.join(run_dir, f"finetuning-{_directory(task)}")) for task in tasks},
+                  "commands": io.read_text(log).splitlines()}
+        io.write_json_atomically(result_path, result)
+        return result
+
+    def intrinsic(self, cell: Cell, config) -> dict:
+        """Masked-LM accuracy and sentence-pair accuracy on both held-out sets, final checkpoint."""
+        path = os.path.join(self.run_dir(cell), "intrinsic.json")
+        if io.exists(path):
+            return io.read_json(path)
+        nsp = evaluate_checkpoint(self.final_checkpoint(cell), config,
+                                  self.records("heldout", "NSP"), self.scale.eval_batch_size)
+        sop = evaluate_checkpoint(self.final_checkpoint(cell), config,
+                                  self.records("heldout", "SOP"), self.scale.eval_batch_size)
+        metrics = {"MLM acc": sop["masked_lm_accuracy"],
+                   "NSP acc": nsp["sentence_order_accuracy"],
+                   "SOP acc": sop["sentence_order_accuracy"],
+                   "MLM acc (NSP held-out set)": nsp["masked_lm_accuracy"],
+                   "heldout_sop": sop, "heldout_nsp": nsp}
+        io.write_json_atomically(path, metrics)
+        return metrics
+
+    def run_table(self, table: Table, cells: List[Cell]) -> List[dict]:
+        self.check_manifest()
+        if self.glue_dir == "demo":
+            self.glue_dir = self.path("glue-demo")
+            if not os.path.exists(os.path.join(self.glue_dir, "manifest.json")):
+                self._run([self.python, "-m", "albert.datasets", "glue-demo",
+                           f"--output_dir={self.glue_dir}"])
+        self.prepare_data(cells)
+        needed = _with_warm_starts(cells)
+        results = []
+        for index, cell in enumerate(needed, 1):
+            result = self.run_cell(cell, index, len(needed))
+            if cell in cells:
+                results.append(result)
+        return results
+
+
+def _with_warm_starts(cells: List[Cell]) -> List[Cell]:
+    """The cells in order, each preceded by the cells it is warm-started from."""
+    ordered: List[Cell] = []
+    for cell in cells:
+        chain = []
+        while cell is not None and cell not in ordered and cell not in chain:
+            chain.append(cell)
+            cell = cell.warm_start_from
+        ordered.extend(reversed(chain))
+    return ordered
+
+
+def _directory(task: str) -> str:
+    from albert.data.glue import TASKS
+
+    return TASKS[task].directory
+
+
+def _parameters(config) -> int:
+    from albert.checkpoints.naming import count_parameters
+
+    return count_parameters(config)
+
+
+def _best_dev_metric(run_dir: str) -> dict:
+    """The best dev evaluation of a run_classifier.py run (the paper's dev early stopping)."""
+    results = io.read_json(os.path.join(run_dir, "eval_results.json"))
+    metric = results["layout"][1]
+    best = max(results["evaluations"], key=lambda entry: entry.get(metric, float("-inf")))
+    return {"metric": metric, "value": best[metric], "step": best["step"]}
+
+
+def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) -> dict:
+    """Pretraining metrics of a checkpoint on every record of `records` (the library path
+    run_pretraining.py's evaluation takes)."""
+    from albert.checkpoints import assign_model_weights, read_checkpoint
+    from albert.checkpoints.keras_format import build_model
+    from albert.data.schema import load_data_contract
+    from albert.tasks.pretraining import PretrainingTask
+    from albert.training.loop import TrainerConfig
+
+    weights, _ = read_checkpoint(checkpoint, "auto", config, heads="required")
+    model = build_model(config, "pretraining")
+    assign_model_weights(model, weights, checkpoint)
+    contract = load_data_contract([records])
+    task = PretrainingTask(config=config, train_data=contract, eval_data=contract)
+    settings = TrainerConfig(output_dir="", num_train_steps=0, train_batch_size=batch_size,
+                             eval_batch_size=batch_size,
+                             max_eval_steps=-(-contract.total_records // batch_size))
+    metrics = task.evaluate(model, settings)
+    metrics["examples"] = contract.total_records
+    return metrics

@@ -1,0 +1,203 @@
+"""`python -m albert.paper reproduce`: the tables' cells, scales, and a small run that is killed and resumed."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from albert.checkpoints.naming import count_parameters
+from albert.paper import parameter_rows
+from albert.paper.__main__ import main
+from albert.paper.scales import SCALES
+from albert.paper.tables import DOWNSTREAM_COLUMNS, TABLES
+from conftest import REPO
+from glue_fixtures import write_glue
+
+# The paper's variants, written out by hand from its tables.
+PAPER_VARIANTS = {
+    3: [(sharing, e) for sharing in ("not-shared", "all-shared") for e in ("64", "128", "256", "768")],
+    4: [(e, strategy) for e in ("768", "128")
+        for strategy in ("all-shared", "shared-attention", "shared-FFN", "not-shared")],
+    5: [("None",), ("NSP",), ("SOP",)],
+    8: [("with",), ("without",)],
+    11: [(layers,) for layers in ("1", "3", "6", "12", "24", "48")],
+    12: [(hidden,) for hidden in ("1024", "2048", "4096", "6144")],
+}
+# The `albert.paper params` row of each cell (tables with a parameter column).
+PARAMS_ROW = {
+    3: lambda keys: ("Table 3", f"ALBERT-base {keys['sharing']} E={keys['E']}"),
+    4: lambda keys: ("Table 4", f"ALBERT-base E={keys['E']} {keys['strategy']}"),
+    5: lambda keys: ("Table 1", "ALBERT-base"),
+    8: lambda keys: ("Table 1", "ALBERT-xxlarge"),
+    11: lambda keys: ("Table 11", f"ALBERT-large L={keys['layers']}"),
+    12: lambda keys: ("Table 12", f"H={keys['hidden']}"),
+}
+
+
+def test_every_table_has_the_papers_cells_with_the_parameter_counts_of_albert_paper_params():
+    rows = {(row.table, row.config): row for row in parameter_rows()}
+    assert sorted(TABLES) == sorted(PAPER_VARIANTS)
+    for number, table in TABLES.items():
+        assert [tuple(value for _, value in cell.keys) for cell in table.cells] == PAPER_VARIANTS[number]
+        for cell in table.cells:
+            row = rows[PARAMS_ROW[number](dict(cell.keys))]
+            assert count_parameters(cell.paper_config()) == row.ours, (number, cell.label)
+            if number in (3, 4, 12):
+                assert cell.paper_params == row.paper, (number, cell.label)
+    assert [cell.sentence_task for cell in TABLES[5].cells] == ["None", "NSP", "SOP"]
+    assert [cell.paper_config().hidden_dropout_prob for cell in TABLES[8].cells] == [0.1, 0.0]
+    depth = TABLES[11].cells
+    assert depth[0].warm_start_from is None
+    assert all(cell.warm_start_from is previous for previous, cell in zip(depth, depth[1:]))
+    # Cells describing the same run share it (E=128 all-shared SOP is in Tables 3, 4 and 5).
+    shared = {cell.run_name for number in (3, 4, 5) for cell in TABLES[number].cells
+              if cell.label in ("sharing=all-shared, E=128", "E=128, strategy=all-shared",
+                                "SP task=SOP")}
+    assert len(shared) == 1
+
+
+def _average(paper: dict) -> float:
+    """The paper's Avg: SQuAD F1/EM pairs averaged, then the mean with MNLI, SST-2, RACE."""
+    squad = [sum(map(float, paper[column].split("/"))) / 2 for column in ("SQuAD1.1", "SQuAD2.0")]
+    return (sum(squad) + sum(float(paper[column]) for column in ("MNLI", "SST-2", "RACE"))) / 5
+
+
+def test_the_transcribed_paper_numbers_reproduce_their_own_averages():
+    for number, table in TABLES.items():
+        for cell in table.cells:
+            paper = dict(cell.paper)
+            assert set(DOWNSTREAM_COLUMNS) <= set(paper)
+            assert abs(_average(paper) - float(paper["Avg"])) <= 0.051, (number, cell.label)
+    sop = dict(TABLES[5].cells[2].paper)
+    assert (sop["MLM acc"], sop["NSP acc"], sop["SOP acc"]) == ("54.0", "78.9", "86.5")
+
+
+def test_scales_shrink_widths_and_depth_but_keep_heads_and_sharing():
+    tiny, paper = SCALES["tiny"], SCALES["paper"]
+    not_shared = TABLES[4].cells[3].paper_config()  # E=768 not-shared, 12 layers
+    small = tiny.config(not_shared)
+    assert (small.hidden_size, small.embedding_size, small.intermediate_size) == (96, 96, 384)
+    assert (small.num_hidden_layers, small.num_hidden_groups, small.num_attention_heads) == (6, 6, 12)
+    assert small.vocab_size == tiny.vocab_size
+    depths = [tiny.config(cell.paper_config()).num_hidden_layers for cell in TABLES[11].cells]
+    assert depths == sorted(set(depths))  # still six different depths, in order
+    assert paper.config(not_shared) == not_shared
+    assert (paper.train_batch_size, paper.max_seq_length, paper.num_train_steps,
+            paper.learning_rate) == (4096, 512, 125000, 0.00176)
+
+
+def _text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_paper_scale_writes_runnable_commands_and_runs_nothing(tmp_path, synthetic_corpus, capsys):
+    corpus, _ = synthetic_corpus
+    output = tmp_path / "paper"
+    assert main(["reproduce", "--table=4", "--scale=paper", f"--corpus={corpus}",
+                 f"--heldout={corpus}", f"--output_dir={output}"]) == 0
+    assert "nothing was run" in capsys.readouterr().out
+    commands = _text(output / "table4-commands.sh")
+    pretraining = [line for line in commands.splitlines() if "run_pretraining.py" in line]
+    assert len(pretraining) == 8
+    for flag in ("--train_batch_size=4096", "--num_train_steps=125000", "--learning_rate=0.00176",
+                 "--num_warmup_steps=3125", "--optimizer=lamb"):
+        assert all(flag in line for line in pretraining), flag
+    assert "--max_seq_length=512" in commands and "--vocab_size=30000" in commands
+    assert "run_classifier.py --task_name=SST-2" in commands  # Table 14 fine-tuning settings
+    config = json.loads(_text(output / "runs" / TABLES[4].cells[1].run_name / "albert_config.json"))
+    assert (config["hidden_size"], config["embedding_size"], config["num_hidden_layers"]) == (768, 768, 12)
+    assert not list(output.glob("data/*.tfrecord")) and not list(output.glob("runs/*/pretraining"))
+
+
+def test_user_mistakes_get_one_error_line(tmp_path, synthetic_corpus, capsys):
+    corpus, _ = synthetic_corpus
+    base = ["reproduce", "--table=5", f"--corpus={corpus}", f"--heldout={corpus}"]
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    cases = [
+        (["reproduce", "--table=5", "--corpus=missing.txt", f"--heldout={corpus}",
+          f"--output_dir={tmp_path / 'a'}"], "--corpus=missing.txt is not a file"),
+        ([*base, f"--output_dir={tmp_path / 'b'}", "--cells=SP task=MLM"], "no cell 'SP task=MLM'"),
+        ([*base, f"--output_dir={occupied}", "--glue_dir=none"], "is not empty"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 1
+        error = capsys.readouterr().err
+        assert error.startswith("ERROR:") and message in error and error.count("\n") == 1, error
+    assert (occupied / "notes.txt").read_text() == "mine" and len(list(occupied.iterdir())) == 1
+    # One scale per directory: a second scale is refused, the first one's files untouched.
+    assert main([*base, f"--output_dir={tmp_path / 'c'}", "--scale=paper", "--glue_dir=none"]) == 0
+    manifest = _text(tmp_path / "c" / "reproduce.json")
+    assert main([*base, f"--output_dir={tmp_path / 'c'}", "--scale=base", "--glue_dir=none"]) == 1
+    assert "other scale" in capsys.readouterr().err
+    assert _text(tmp_path / "c" / "reproduce.json") == manifest
+
+
+def _reproduce_command(corpus, model, glue, output):
+    return [sys.executable, "-m", "albert.paper", "reproduce", "--table=5", "--scale=tiny",
+            f"--corpus={corpus}", f"--heldout={corpus}", f"--spm_model_file={model}",
+            f"--glue_dir={glue}", f"--output_dir={output}", "--cells=SP task=None;SP task=SOP",
+            "--num_train_steps=8", "--train_batch_size=8", "--finetuning_steps=2"]
+
+
+def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, synthetic_corpus):
+    corpus, model = synthetic_corpus
+    glue = tmp_path / "glue"
+    write_glue(str(tmp_path / "all_glue"))
+    shutil.copytree(tmp_path / "all_glue" / "SST-2", glue / "SST-2")
+    output = tmp_path / "tiny"
+    none_cell, sop_cell = TABLES[5].cells[0], TABLES[5].cells[2]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    command = _reproduce_command(corpus, model, glue, output)
+
+    # First run: killed (with its children) once the second cell has its first checkpoint.
+    log = open(tmp_path / "first.log", "w")
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    checkpoint = output / "runs" / sop_cell.run_name / "pretraining" / "model.ckpt-4.index"
+    deadline = time.time() + 600
+    while not checkpoint.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert checkpoint.exists(), _text(tmp_path / "first.log")
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    log.close()
+    assert (output / "runs" / none_cell.run_name / "result.json").exists()
+    assert not (output / "runs" / sop_cell.run_name / "result.json").exists()
+    first_result = _text(output / "runs" / none_cell.run_name / "result.json")
+
+    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "SP task=None: finished earlier" in second.stdout
+    assert "Resumed from" in second.stderr  # run_pretraining.py continued the killed cell
+    assert _text(output / "runs" / none_cell.run_name / "result.json") == first_result
+    steps = [json.loads(line)["step"] for line in
+             _text(output / "runs" / sop_cell.run_name / "pretraining" / "train_log.jsonl").splitlines()]
+    assert steps == list(range(1, 9))
+
+    report = json.loads(_text(output / "table5.json"))
+    assert [row["cell"] for row in report["rows"]] == ["SP task=None", "SP task=SOP"]
+    for row in report["rows"]:
+        assert row["paper"]["MLM acc"] in ("54.9", "54.0") and row["paper"]["params"] == "12M"
+        for column in ("MLM acc", "NSP acc", "SOP acc", "SST-2"):
+            assert 0 <= float(row["ours"][column]) <= 100
+        for column in ("SQuAD1.1", "SQuAD2.0", "MNLI", "RACE", "Avg"):
+            assert row["ours"][column] == "no data"
+        assert any("run_pretraining.py" in line for line in row["commands"])
+        assert any("run_classifier.py --task_name=SST-2" in line for line in row["commands"])
+    none_row = report["rows"][0]
+    assert "--nosentence_objective" in " ".join(none_row["commands"])
+    intrinsic = json.loads(_text(output / "runs" / sop_cell.run_name / "intrinsic.json"))
+    assert intrinsic["heldout_sop"]["examples"] > 0 and intrinsic["heldout_nsp"]["examples"] > 0
+    markdown = _text(output / "table5.md")
+    assert "| SOP | paper | 12M | 54.0 | 78.9 | 86.5 | 89.3/82.3 |" in markdown
+    assert "| SOP | ours |" in markdown and "![Table 5](table5.png)" in markdown
+    with open(output / "table5.png", "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
