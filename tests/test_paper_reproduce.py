@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from albert.checkpoints.naming import count_parameters
 from albert.paper import parameter_rows
@@ -194,6 +193,14 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
         assert any("run_classifier.py --task_name=SST-2" in line for line in row["commands"])
     none_row = report["rows"][0]
     assert "--nosentence_objective" in " ".join(none_row["commands"])
+    # Without a sentence objective the sentence head is never updated (and Keras does not warn).
+    import tensorflow as tf
+
+    head = [tf.train.load_checkpoint(str(output / "runs" / none_cell.run_name / "pretraining" /
+                                         f"model.ckpt-{step}")).get_tensor(
+        "cls/seq_relationship/output_weights") for step in (4, 8)]
+    assert (head[0] == head[1]).all()
+    assert "Gradients do not exist" not in second.stderr + _text(tmp_path / "first.log")
     intrinsic = json.loads(_text(output / "runs" / sop_cell.run_name / "intrinsic.json"))
     assert intrinsic["heldout_sop"]["examples"] > 0 and intrinsic["heldout_nsp"]["examples"] > 0
     markdown = _text(output / "table5.md")

@@ -18,7 +18,7 @@ No text is downloaded and none is committed to the repository.
 
 import logging
 import os
-from typing import Iterable, List
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from albert.datasets import sources
 from albert.errors import InputError
@@ -92,22 +92,40 @@ def write_documents(documents: Iterable[List[str]], path: str) -> dict:
     return counts
 
 
-def build_demo_corpus(output_dir: str, force: bool = False) -> dict:
-    """Builds (or reuses) the demo corpus; returns its manifest."""
-    require_demo_packages()
+def gensim_inputs() -> Tuple[Dict[str, str], dict]:
+    """Paths of the gensim wheel's files the demo corpus reads, and their manifest entries."""
     inputs = {name: sources.gensim_file(relative) for name, relative in (
         ("wikipedia_sample", sources.WIKIPEDIA_SAMPLE), ("lee", sources.LEE),
         ("lee_background", sources.LEE_BACKGROUND))}
     source_manifest = {name: {"package": f"gensim=={sources.GENSIM_VERSION}",
                               "file": os.path.basename(path), "sha256": sources.sha256(path)}
                        for name, path in inputs.items()}
+    return inputs, source_manifest
+
+
+def cached_manifest(output_dir: str, versions: dict, source_manifest: dict) -> Optional[dict]:
+    """The manifest of a corpus in `output_dir` built by these builder versions from these
+    sources, with all its files; None when it must be (re)built."""
     manifest_path = io.join(output_dir, "manifest.json")
-    if not force and io.exists(manifest_path):
-        cached = io.read_json(manifest_path)
-        if (cached.get("builder_version") == BUILDER_VERSION and cached.get("sources") == source_manifest
-                and all(io.exists(io.join(output_dir, f)) for f in cached["files"])):
-            logger.info("Demo corpus in %s is up to date (cached)", output_dir)
-            return cached
+    if not io.exists(manifest_path):
+        return None
+    cached = io.read_json(manifest_path)
+    if (all(cached.get(key) == value for key, value in versions.items())
+            and cached.get("sources") == source_manifest
+            and all(io.exists(io.join(output_dir, f)) for f in cached["files"])):
+        logger.info("The corpus in %s is up to date (cached)", output_dir)
+        return cached
+    return None
+
+
+def build_demo_corpus(output_dir: str, force: bool = False) -> dict:
+    """Builds (or reuses) the demo corpus; returns its manifest."""
+    require_demo_packages()
+    inputs, source_manifest = gensim_inputs()
+    cached = None if force else cached_manifest(
+        output_dir, {"builder_version": BUILDER_VERSION}, source_manifest)
+    if cached:
+        return cached
 
     with atomic_output_dir(output_dir, overwrite=True) as scratch:
         logger.info("Extracting the Wikipedia sample (markup removal, sentence splitting)...")

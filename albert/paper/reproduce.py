@@ -20,7 +20,6 @@ from their latest checkpoint.
 """
 
 import dataclasses
-import json
 import logging
 import os
 import shlex

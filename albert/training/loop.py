@@ -236,7 +236,11 @@ class Trainer:
             normalizers = {name: context.all_reduce(tf.distribute.ReduceOp.SUM, value)
                            for name, value in task.loss_normalizers(features).items()}
             losses, gradients = forward_backward(features, normalizers)
-            optimizer.apply(gradients, variables)
+            # Variables the objective does not reach (the sentence head under
+            # --nosentence_objective) have no gradient: they are left as they are,
+            # as Keras would, without its warning on every trace.
+            used = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+            optimizer.apply([g for g, _ in used], [v for _, v in used])
             return losses
 
         @tf.function
