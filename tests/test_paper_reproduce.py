@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-
 from albert.checkpoints.naming import count_parameters
 from albert.paper import parameter_rows
 from albert.paper.__main__ import main
