@@ -12,7 +12,7 @@ import os
 from typing import Dict, List, Optional
 
 from albert import io
-from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
+from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction, majority_label_share
 from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
 
 NO_DATA = "no data"
@@ -65,6 +65,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
              "held-out next-sentence set, both made from the held-out text with "
              "create_pretraining_data.py; the paper's intrinsic columns come from SQuAD and RACE "
              "dev text.",
+             _chance_note(reproduction),
              "SQuAD and RACE columns need their data (not available offline); Avg needs all five "
              "tasks."]
     if demo_glue:
@@ -72,6 +73,12 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
     return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
             "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
             "notes": notes, "commands": {"data": _data_commands(reproduction)}}
+
+
+def _chance_note(reproduction: Reproduction) -> str:
+    nsp, sop = (majority_label_share(reproduction.records("heldout", kind)) for kind in ("NSP", "SOP"))
+    return ("Chance on our held-out sets (always answering the commoner label): NSP "
+            f"{_percent(nsp)}, SOP {_percent(sop)}.")
 
 
 def describe_scale(reproduction: Reproduction) -> str:
