@@ -127,6 +127,10 @@ def main(argv=None) -> int:
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("ERROR: interrupted; run the same command again to continue where it stopped",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -108,7 +108,9 @@ class Reproduction:
                 raise InputError(f"{self.output_dir} holds a reproduction with other "
                                  f"{', '.join(differing)} ({path}); use another --output_dir")
             return
-        if io.exists(self.output_dir) and os.listdir(self.output_dir):
+        if os.path.exists(self.output_dir) and not os.path.isdir(self.output_dir):
+            raise InputError(f"--output_dir={self.output_dir} is a file")
+        if os.path.isdir(self.output_dir) and os.listdir(self.output_dir):
             raise InputError(f"--output_dir={self.output_dir} is not empty and holds no "
                              f"{MANIFEST}; use a new or empty directory")
         os.makedirs(self.output_dir, exist_ok=True)
