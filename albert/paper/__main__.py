@@ -99,8 +99,12 @@ def main(argv=None) -> int:
     params.add_argument("--format", choices=("markdown", "json"), default="markdown")
     reproduce = commands.add_parser(
         "reproduce", help="pretrain every cell of an ablation table and report it beside the paper")
-    reproduce.add_argument("--table", type=int, choices=sorted(TABLES), required=True)
-    reproduce.add_argument("--scale", choices=list(SCALES), default="tiny")
+    reproduce.add_argument("--table", type=int, choices=sorted(TABLES), required=True,
+                           help="the ablation table: 3 embedding size, 4 sharing, 5 sentence "
+                                "objective, 8 dropout, 11 depth, 12 width")
+    reproduce.add_argument("--scale", choices=list(SCALES), default="tiny",
+                           help="tiny: 2 CPU cores; small: a GPU; base: paper model sizes, shorter "
+                                "budget; paper: the paper's settings, commands only (docs/paper.md)")
     reproduce.add_argument("--corpus", required=True,
                            help="training text (one sentence per line, blank line between documents)")
     reproduce.add_argument("--heldout", required=True,
