@@ -157,7 +157,9 @@ def test_train_evaluate_every_checkpoint_and_predict(tmp_path, synthetic_corpus)
     assert json.loads((output / "eval_results.json").read_text()) == journal
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# Further seeds are `slow`: the default suite keeps one run of each learnability check.
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow),
+                                  pytest.param(3, marks=pytest.mark.slow)])
 def test_a_tiny_model_learns_a_real_text_multiple_choice_task(tmp_path, demo_corpus, seed):
     """Which of four sentences is from a news report (three from Wikipedia), after a passage.
 
