@@ -214,6 +214,53 @@ def temporary_name(path: str) -> str:
     return join(dirname(path), f".{basename(path)}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
+def _process_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str) -> List[str]:
+    """Removes what killed runs left of `path`: its temporaries whose process is gone.
+
+    A run killed outright (SIGKILL, power loss) cannot clean up after
+    itself; the next run that writes `path` calls this first. Only local
+    temporaries of `path`'s own name are touched, and only those whose
+    writing process (the pid in the name) no longer exists, so a run writing
+    the same name right now keeps its files. Remote file systems are left
+    alone (a pid means nothing across machines). Returns what was removed.
+    """
+    if is_remote(path):
+        return []
+    directory = dirname(absolute(path)) or "."
+    prefix = f".{basename(path)}.tmp-"
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_text = name[len(prefix):].split("-", 1)[0]
+        if not pid_text.isdigit() or _process_is_alive(int(pid_text)):
+            continue
+        stale = os.path.join(directory, name)
+        if os.path.isdir(stale) and not os.path.islink(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            try:
+                os.remove(stale)
+            except OSError:
+                continue
+        removed.append(stale)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_output_file(path: str):
     """Yields a temporary path beside `path`; renames it to `path` on success.
