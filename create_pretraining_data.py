@@ -16,9 +16,12 @@ system TensorFlow knows (gs://, ...).
 
 The original's 17 flags keep their names, defaults and meaning. Differences
 (docs/fidelity.md): the same flags and seed give byte-identical files for any
---num_workers; memory is bounded by --documents_per_window; `--vocab_file`
-is optional with `--spm_model_file`; `--do_permutation` (unused by the
-paper) is not supported.
+--num_workers and --documents_per_window; memory is bounded by
+--documents_per_window while documents and records are still shuffled across
+the whole corpus, as the original did (docs/pretraining_data.md; scratch
+files beside the first output, removed at the end); `--vocab_file` is
+optional with `--spm_model_file`; `--do_permutation` (unused by the paper) is
+not supported.
 """
 
 import os
@@ -65,8 +68,9 @@ flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target lengt
 # --- added here ---
 flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes (default: all cores).")
 flags.DEFINE_integer("documents_per_window", 1000,
-                     "Documents processed together: random-document negatives and the shuffle "
-                     "stay within a window; memory grows with it.")
+                     "Documents (of the shuffled corpus) whose instances are made and held in "
+                     "memory together; memory grows with it. The output does not depend on it: "
+                     "documents and records are shuffled across the whole corpus.")
 flags.DEFINE_bool("single_segment_random_document", True,
                   "Give a one-segment chunk a random-document B labelled 1, as the original does "
                   "(a quirk: in sentence-order mode it adds NSP-style pairs, in next-sentence "

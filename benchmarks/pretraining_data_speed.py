@@ -21,7 +21,19 @@ grows with corpus x dupe_factor.
 Parallelism must not depend on the corpus's shape: the "96 long documents"
 run regroups the demo corpus's sentences into 96 documents (fewer than one
 window) and times 1 and 2 workers alternately over `--rounds` rounds,
-reporting the median wall time of each and their ratio.
+reporting the median wall time of each and their ratio (and, from one more
+sampled run each, their peak RSS).
+
+The "large" case compares this version with an earlier one of the project
+on the larger corpus (`--large_corpus=DIR/train.txt` from `python -m
+albert.datasets larger-corpus`) at the `tiny` paper scale's data settings
+(length 64, 10 predictions, dupe_factor 5, 2 workers), alternating
+`--rounds` rounds: `--baseline_repo` is a checkout of the earlier version,
+e.g. `git worktree add /tmp/before <commit>` (the commit before the global
+shuffle: 78a84fc).
+
+    python benchmarks/pretraining_data_speed.py --cases=large,long \
+        --large_corpus=corpus-large/train.txt --baseline_repo=/tmp/before
 """
 
 import argparse
@@ -109,20 +121,52 @@ def prepare(args):
 
 
 def ours(input_file, prefix, seq, workers, output_dir, dupe_factor, documents_per_window=20,
-         sample_memory=True):
+         sample_memory=True, repo=REPO, label="ours", extra_flags=()):
     output = os.path.join(output_dir, f"ours_{seq}_{workers}.tfrecord")
-    command = [sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+    command = [sys.executable, os.path.join(repo, "create_pretraining_data.py"),
                f"--input_file={input_file}", f"--output_file={output}",
                f"--spm_model_file={prefix}.model", f"--max_seq_length={seq}",
                f"--dupe_factor={dupe_factor}", f"--num_workers={workers}", "--noprogress",
-               f"--documents_per_window={documents_per_window}"]
-    seconds, peak = run_measured(command, sample_memory=sample_memory)
+               f"--documents_per_window={documents_per_window}", *extra_flags]
+    # The script's directory comes first on sys.path, so each checkout runs its own package.
+    env = dict(os.environ, PYTHONPATH=repo)
+    seconds, peak = run_measured(command, env=env, sample_memory=sample_memory)
     with open(output + ".summary.json", encoding="utf-8") as handle:
-        instances = json.load(handle)["instances"]
+        summary = json.load(handle)
     os.remove(output)
-    return {"implementation": f"ours ({workers} worker{'s' if workers > 1 else ''})",
-            "seconds": seconds, "instances": instances, "instances_per_second": instances / seconds,
-            "peak_rss_mib": peak}
+    return {"implementation": f"{label} ({workers} worker{'s' if workers > 1 else ''})",
+            "seconds": seconds, "instances": summary["instances"],
+            "instances_per_second": summary["instances"] / seconds, "peak_rss_mib": peak,
+            "shuffle": summary.get("shuffle", "within windows of 1000 documents")}
+
+
+def median_run(runs):
+    return sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+
+
+def large_corpus_rows(args, output_dir):
+    """This version vs `--baseline_repo` on the larger corpus, tiny-scale data settings."""
+    corpus = args.large_corpus
+    prefix = os.path.join(args.work_dir, "large-spm8000")
+    if not os.path.exists(prefix + ".model"):
+        from albert.tokenization.training import train_sentencepiece
+
+        train_sentencepiece([corpus], prefix, vocab_size=8000)
+    versions = [("ours", REPO)] + ([("baseline", args.baseline_repo)] if args.baseline_repo else [])
+    settings = dict(seq=64, workers=2, output_dir=output_dir, dupe_factor=5,
+                    documents_per_window=1000, extra_flags=["--max_predictions_per_seq=10"])
+    timed = {label: [] for label, _ in versions}
+    for _ in range(args.rounds):
+        for label, repo in versions:
+            timed[label].append(ours(corpus, prefix, repo=repo, label=label, sample_memory=False,
+                                     **settings))
+    rows = []
+    for label, repo in versions:
+        row = median_run(timed[label])
+        row["peak_rss_mib"] = ours(corpus, prefix, repo=repo, label=label, **settings)["peak_rss_mib"]
+        rows.append(dict(row, input="larger corpus (median)", max_seq_length=64))
+    ratio = rows[0]["seconds"] / rows[1]["seconds"] if len(rows) == 2 else None
+    return rows, ratio
 
 
 def original(input_file, prefix, seq, output_dir, original_dir, dupe_factor):
@@ -163,7 +207,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating 1- and 2-worker runs on the 96 long documents")
     parser.add_argument("--cases", default="demo,x4,long",
-                        help="which runs: demo (demo corpus), x4 (memory), long (96 documents)")
+                        help="which runs: demo (demo corpus), x4 (memory), long (96 documents), "
+                             "large (--large_corpus, this version vs --baseline_repo)")
+    parser.add_argument("--large_corpus", default=None,
+                        help="train.txt of `python -m albert.datasets larger-corpus`")
+    parser.add_argument("--baseline_repo", default=None,
+                        help="a checkout of an earlier version of this project (case 'large')")
     args = parser.parse_args()
 
     train, repeated, books, prefix = prepare(args)
@@ -195,9 +244,18 @@ def main():
         speedup = None
         if "long" in cases:
             for workers, runs in long_runs.items():
-                median = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+                median = median_run(runs)
+                median["peak_rss_mib"] = ours(books, prefix, 128, workers, output_dir,
+                                              args.dupe_factor,
+                                              documents_per_window=1000)["peak_rss_mib"]
                 rows.append(dict(median, input="96 long documents (median)", max_seq_length=128))
             speedup = rows[-2]["seconds"] / rows[-1]["seconds"]
+        large_ratio = None
+        if "large" in cases:
+            if not args.large_corpus:
+                parser.error("case 'large' needs --large_corpus")
+            large_rows, large_ratio = large_corpus_rows(args, output_dir)
+            rows.extend(large_rows)
 
     print("| input | seq | implementation | instances | seconds | instances/s | peak RSS (MiB) |")
     print("|---|---:|---|---:|---:|---:|---:|")
@@ -208,7 +266,11 @@ def main():
     if speedup is not None:
         print(f"\n96 long documents: 2 workers are {speedup:.2f}x as fast as 1 (median of "
               f"{args.rounds} alternating rounds, whole command wall time)")
-    print(json.dumps({"rows": rows, "long_documents_speedup_2_vs_1": speedup}, indent=2))
+    if large_ratio is not None:
+        print(f"\nLarger corpus: this version takes {large_ratio:.2f}x the baseline's time "
+              f"(median of {args.rounds} alternating rounds, 2 workers)")
+    print(json.dumps({"rows": rows, "long_documents_speedup_2_vs_1": speedup,
+                      "large_corpus_time_vs_baseline": large_ratio}, indent=2))
 
 
 if __name__ == "__main__":

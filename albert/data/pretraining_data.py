@@ -1,36 +1,40 @@
-"""Pretraining TFRecords from raw text: streaming, parallel, deterministic.
+"""Pretraining TFRecords from raw text: streaming, parallel, deterministic, globally shuffled.
 
-The original read the whole corpus, made `dupe_factor` passes over it in
-memory, shuffled all instances and wrote them from one process. Here the
-corpus streams through in windows of `documents_per_window` consecutive
-documents, and the work inside a window is split into small jobs that worker
-processes run in parallel:
+The original read the whole corpus into memory, shuffled the documents,
+made `dupe_factor` passes over them, shuffled all instances and wrote them
+from one process. Here the same happens in three passes with bounded memory:
 
-1. tokenization, in parts of a few documents;
-2. instance creation (segment pairs, sentence order, masking, serialisation),
-   one job per dupe round and block of documents. The window's tokenized
-   documents are shared with the workers through a temporary file, since a
-   random-document negative may come from any document of the window.
+1. **Tokenize** the corpus, read once in order, in parallel jobs of a few
+   documents, into an on-disk store of token ids (`albert.data.token_store`).
+2. **Make instances** (segment pairs, sentence order, masking, serialisation)
+   visiting the documents in a seeded random order of the whole corpus, in
+   windows of `documents_per_window` documents of that order and jobs of a
+   dupe round and a block of documents. Workers memory-map the store, so a
+   random-document negative is drawn from the whole corpus, as in the
+   original.
+3. **Write** the records in a uniformly shuffled order of all of them
+   (`albert.data.record_shuffle`: a random key per record, a two-pass bucket
+   sort through a scratch file), round-robin over the output files.
 
-Every random decision of a document's instances in dupe round `d` comes from
-a generator seeded with (`random_seed`, window, `d`, document), and the
-window's document and record shuffles from one seeded with (`random_seed`,
-window). So:
+Every random decision of the document at position `p` of the shuffled
+order in dupe round `d` comes from a generator seeded with (`random_seed`,
+`d`, `p`), including its records' shuffle keys. So:
 
 * the output bytes depend only on the inputs and flags, never on the number
-  of workers or on how jobs are cut;
+  of workers, on how jobs are cut or on `documents_per_window`;
 * a corpus of a few long documents (books) keeps every worker busy as well as
   one of many short ones;
-* memory is bounded by a few windows, not by corpus × dupe_factor;
-* consequences of windowing, documented: random-document negatives and the
-  final shuffle stay within a window (training shuffles again across files
-  and records).
+* memory is bounded by a few windows of records, not by corpus × dupe_factor;
+  disk holds the scratch (about 4 bytes per corpus token plus the output's
+  size) beside the first output file, removed whatever happens (a run killed
+  outright leaves it for the next run to remove).
 
 Outputs are written under temporary names and renamed at the end, so a
 failed run leaves no partial files; the summary beside them is the data's
 contract with training (`albert.data.schema`).
 """
 
+import contextlib
 import dataclasses
 import logging
 import multiprocessing
@@ -38,10 +42,12 @@ import os
 import random
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -52,10 +58,12 @@ from albert.data.example_encoding import serialize_instance
 from albert.data.instances import (InstanceConfig, InstanceStatistics,
                                    create_instances_from_document)
 from albert.data.masking import MaskingStatistics, MaskingVocabulary
+from albert.data.record_shuffle import GlobalRecordShuffle
 from albert.data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
                                 summary_contract_fields)
 from albert.data.tfrecord import TFRecordWriter, frame_record
-from albert.errors import InputError
+from albert.data.token_store import PermutedDocuments, TokenizedDocuments, TokenStoreWriter
+from albert.errors import AlbertError, InputError
 from albert.tokenization import DIGIT_COMMA_RULES, load_tokenizer, require_special_tokens
 
 logger = logging.getLogger("albert")
@@ -107,89 +115,6 @@ class DataConfig:
                                  self.instance.masking.max_predictions_per_seq)
 
 
-# ------------------------------------------------------ shared documents
-def _starts(lengths) -> np.ndarray:
-    """Offsets [0, l0, l0 + l1, ...] of consecutive runs of the given lengths."""
-    return np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))]).astype(np.int64)
-
-
-class TokenizedDocuments:
-    """A window's documents (lists of segments of token ids) as three flat arrays.
-
-    `tokens` holds every id; `segment_starts[i]:segment_starts[i+1]` is
-    segment i; `document_starts[d]:document_starts[d+1]` are document d's
-    segments. Saved as .npy files, workers memory-map them.
-    """
-
-    def __init__(self, tokens, segment_starts, document_starts):
-        self.tokens = tokens
-        self.segment_starts = segment_starts
-        self.document_starts = document_starts
-        self._cache = OrderedDict()
-
-    @classmethod
-    def from_documents(cls, documents: Sequence[Sequence[Sequence[int]]]) -> "TokenizedDocuments":
-        segments = [segment for document in documents for segment in document]
-        segment_lengths = np.fromiter((len(s) for s in segments), np.int64, len(segments))
-        tokens = np.fromiter((t for s in segments for t in s), np.int32, int(segment_lengths.sum()))
-        document_sizes = np.fromiter((len(d) for d in documents), np.int64, len(documents))
-        return cls(tokens, _starts(segment_lengths), _starts(document_sizes))
-
-    @classmethod
-    def concatenate(cls, parts: Sequence["TokenizedDocuments"],
-                    order: Optional[Sequence[int]] = None) -> "TokenizedDocuments":
-        """The documents of all `parts`, in `order` (indices into their concatenation)."""
-        tokens, segment_lengths, document_sizes = [], [], []
-        for part in parts:
-            segment_lengths.append(np.diff(part.segment_starts))
-            document_sizes.append(np.diff(part.document_starts))
-            tokens.append(np.asarray(part.tokens))
-        whole = cls(np.concatenate(tokens) if tokens else np.zeros(0, np.int32),
-                    _starts(np.concatenate(segment_lengths) if segment_lengths else []),
-                    _starts(np.concatenate(document_sizes) if document_sizes else []))
-        if order is None:
-            return whole
-        # Gather the documents' token ranges and segment lengths in the new order.
-        order = np.asarray(order, np.int64)
-        first_segment, last_segment = whole.document_starts[order], whole.document_starts[order + 1]
-        segments = np.concatenate([np.arange(a, b) for a, b in zip(first_segment, last_segment)]
-                                  or [np.zeros(0, np.int64)])
-        lengths = np.diff(whole.segment_starts)[segments]
-        token_index = np.concatenate(
-            [np.arange(whole.segment_starts[i], whole.segment_starts[i + 1]) for i in segments]
-            or [np.zeros(0, np.int64)])
-        return cls(whole.tokens[token_index], _starts(lengths), _starts(last_segment - first_segment))
-
-    _FILES = ("tokens.npy", "segment_starts.npy", "document_starts.npy")
-
-    def save(self, directory: str) -> str:
-        os.makedirs(directory, exist_ok=True)
-        for name, array in zip(self._FILES, (self.tokens, self.segment_starts, self.document_starts)):
-            np.save(os.path.join(directory, name), array)
-        return directory
-
-    @classmethod
-    def load(cls, directory: str) -> "TokenizedDocuments":
-        return cls(*(np.load(os.path.join(directory, name), mmap_mode="r") for name in cls._FILES))
-
-    def __len__(self) -> int:
-        return len(self.document_starts) - 1
-
-    def __getitem__(self, index: int) -> List[List[int]]:
-        document = self._cache.get(index)
-        if document is None:
-            first, last = int(self.document_starts[index]), int(self.document_starts[index + 1])
-            starts = self.segment_starts[first:last + 1].tolist()
-            document = [self.tokens[a:b].tolist() for a, b in zip(starts, starts[1:])]
-            self._cache[index] = document
-            if len(self._cache) > 256:
-                self._cache.popitem(last=False)
-        return document
-
-    def token_count(self, index: int) -> int:
-        first, last = int(self.document_starts[index]), int(self.document_starts[index + 1])
-        return int(self.segment_starts[last] - self.segment_starts[first])
-
 
 # ----------------------------------------------------------------- jobs
 class WindowWorker:
@@ -204,7 +129,7 @@ class WindowWorker:
             vocab_size=self.tokenizer.vocab_size, mask_id=self.tokenizer.mask_id,
             cls_id=self.tokenizer.cls_id, sep_id=self.tokenizer.sep_id)
         self.start_piece = self.tokenizer.start_piece_table()
-        self._windows = OrderedDict()
+        self._corpus = None  # (scratch directory, PermutedDocuments) in worker processes
 
     def tokenize(self, raw_documents) -> List[List[List[int]]]:
         """Documents as lists of token-id segments; a line that is empty after
@@ -227,39 +152,40 @@ class WindowWorker:
                 documents.append(current)
         return documents
 
-    def _documents(self, shared) -> TokenizedDocuments:
-        if isinstance(shared, TokenizedDocuments):
+    def _documents(self, shared) -> PermutedDocuments:
+        if isinstance(shared, PermutedDocuments):
             return shared
-        documents = self._windows.get(shared)
-        if documents is None:
-            documents = TokenizedDocuments.load(shared)
-            self._windows[shared] = documents
-            if len(self._windows) > 2:
-                self._windows.popitem(last=False)
-        return documents
+        if self._corpus is None or self._corpus[0] != shared:
+            self._corpus = (shared, _open_shuffled_corpus(shared))
+        return self._corpus[1]
 
-    def make_instances(self, shared, window_index: int, dupe: int, first: int, last: int):
-        """Instances of documents [first, last) in dupe round `dupe`.
+    def make_instances(self, shared, dupe: int, first: int, last: int):
+        """Instances of the documents at positions [first, last) of the shuffled corpus, in dupe round `dupe`.
 
         Returns (framed TFRecord records joined into one bytes object, their
-        lengths, statistics): one large object crosses the process boundary
-        instead of thousands of small ones.
+        lengths, their shuffle keys, statistics): one large object crosses
+        the process boundary instead of thousands of small ones. Each
+        document's generator, after making its instances, draws one 64-bit
+        key per instance: the records' places in the output
+        (`albert.data.record_shuffle`).
         """
         config = self.config
         documents = self._documents(shared)
         masking = MaskingStatistics.empty(config.instance.masking.ngram)
         statistics = InstanceStatistics()
-        records = []
-        for index in range(first, last):
-            rng = random.Random(
-                f"albert-pretraining-data/{config.random_seed}/{window_index}/{dupe}/{index}")
-            for instance in create_instances_from_document(
-                    documents, index, rng, config.instance, self.vocabulary, self.start_piece,
-                    masking, statistics):
+        records, keys = [], []
+        for position in range(first, last):
+            rng = random.Random(f"albert-pretraining-data/{config.random_seed}/{dupe}/{position}")
+            instances = create_instances_from_document(
+                documents, position, rng, config.instance, self.vocabulary, self.start_piece,
+                masking, statistics)
+            for instance in instances:
                 records.append(frame_record(serialize_instance(
                     instance, config.instance.max_seq_length,
                     config.instance.masking.max_predictions_per_seq)))
-        return b"".join(records), [len(r) for r in records], statistics, masking
+                keys.append(rng.getrandbits(64))
+        return (b"".join(records), [len(r) for r in records], np.asarray(keys, np.uint64),
+                statistics, masking)
 
 
 _WORKER: Optional[WindowWorker] = None
@@ -274,8 +200,8 @@ def _tokenize_in_worker(raw_documents) -> TokenizedDocuments:
     return TokenizedDocuments.from_documents(_WORKER.tokenize(raw_documents))
 
 
-def _instances_in_worker(shared, window_index, dupe, first, last):
-    return _WORKER.make_instances(shared, window_index, dupe, first, last)
+def _instances_in_worker(shared, dupe, first, last):
+    return _WORKER.make_instances(shared, dupe, first, last)
 
 
 class _Done:
@@ -331,106 +257,96 @@ class _Jobs:
             self.pool = None
 
 
-def _split_by_size(items, size, target):
-    """Consecutive index ranges [a, b) of `items` holding at least `target` (by `size`) each."""
+def _split_by_size(sizes: Sequence[int], target: int):
+    """Consecutive index ranges [a, b) whose `sizes` add up to at least `target` each."""
     ranges, start, total = [], 0, 0
-    for index, item in enumerate(items):
-        total += size(item)
+    for index, size in enumerate(sizes):
+        total += int(size)
         if total >= target:
             ranges.append((start, index + 1))
             start, total = index + 1, 0
-    if start < len(items):
-        ranges.append((start, len(items)))
+    if start < len(sizes):
+        ranges.append((start, len(sizes)))
     return ranges
 
 
-class _FramedRecords:
-    """A window's framed records, kept in the workers' blobs; iterating yields them in order."""
-
-    def __init__(self):
-        self.blobs = []
-        self.slices = []  # (blob index, offset, length)
-
-    def add(self, blob: bytes, lengths: Sequence[int]) -> None:
-        offset = 0
-        index = len(self.blobs)
-        self.blobs.append(blob)
-        for length in lengths:
-            self.slices.append((index, offset, length))
-            offset += length
-
-    def shuffle(self, rng: random.Random) -> None:
-        rng.shuffle(self.slices)
-
-    def __len__(self) -> int:
-        return len(self.slices)
-
-    def __iter__(self):
-        for index, offset, length in self.slices:
-            yield self.blobs[index][offset:offset + length]
+# ---------------------------------------------------------- the three passes
+# Jobs of this many windows run ahead of the one being collected, so the
+# workers never wait for the main process.
+_WINDOWS_IN_FLIGHT = 2
+_ORDER_FILE = "document_order.npy"
+_STORE_DIRECTORY = "documents"
 
 
-@dataclasses.dataclass
-class WindowResult:
-    index: int
-    records: _FramedRecords
-    input_bytes: int
-    documents: int
-    segments: int
-    tokens: int
-    instances: InstanceStatistics
-    masking: MaskingStatistics
+def document_order(num_documents: int, seed: int) -> np.ndarray:
+    """The seeded random order in which the corpus's documents are visited."""
+    entropy = random.Random(f"albert-pretraining-data/{seed}/document-order").getrandbits(128)
+    return np.random.default_rng(entropy).permutation(num_documents).astype(np.int64)
 
 
-def _window_results(windows, config: DataConfig, jobs: _Jobs):
-    """Window results in window order; the next windows' tokenization overlaps this one's instances."""
-    scratch = tempfile.mkdtemp(prefix="albert-pretraining-data-")
-    try:
-        windows = iter(windows)
-        tokenizing = deque()
+def _open_shuffled_corpus(scratch: str) -> PermutedDocuments:
+    return PermutedDocuments(TokenizedDocuments.open(os.path.join(scratch, _STORE_DIRECTORY)),
+                             np.load(os.path.join(scratch, _ORDER_FILE), mmap_mode="r"))
 
-        def submit_tokenization():
-            window = next(windows, None)
-            if window is not None:
-                parts = _split_by_size(window.documents,
-                                       lambda d: sum(len(line) for line in d.lines),
-                                       _TOKENIZE_JOB_BYTES)
-                tokenizing.append((window, [jobs.submit(_tokenize_in_worker,
-                                                        window.documents[a:b]) for a, b in parts]))
 
-        submit_tokenization()
-        submit_tokenization()
-        while tokenizing:
-            window, parts = tokenizing.popleft()
-            parts = [part.get() for part in parts]
-            submit_tokenization()
-            window_rng = random.Random(f"albert-pretraining-data/{config.random_seed}/{window.index}")
-            order = list(range(sum(len(part) for part in parts)))
-            window_rng.shuffle(order)
-            tokenized = TokenizedDocuments.concatenate(parts, order)
-            shared = tokenized if jobs.in_process else tokenized.save(
-                os.path.join(scratch, f"window-{window.index}"))
-            blocks = _split_by_size(range(len(tokenized)), tokenized.token_count,
-                                    _INSTANCE_JOB_TOKENS)
-            pending = [jobs.submit(_instances_in_worker, shared, window.index, dupe, first, last)
-                       for dupe in range(config.dupe_factor) for first, last in blocks]
-            records = _FramedRecords()
-            statistics = InstanceStatistics()
-            masking = MaskingStatistics.empty(config.instance.masking.ngram)
-            for job in pending:
-                blob, lengths, job_statistics, job_masking = job.get()
-                records.add(blob, lengths)
-                statistics.merge(job_statistics)
-                masking.merge(job_masking)
-            records.shuffle(window_rng)
-            if not jobs.in_process:
-                shutil.rmtree(shared, ignore_errors=True)
-            yield WindowResult(
-                index=window.index, records=records, input_bytes=window.input_bytes,
-                documents=len(tokenized), segments=int(len(tokenized.segment_starts) - 1),
-                tokens=int(len(tokenized.tokens)), instances=statistics, masking=masking)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+def _tokenize_corpus(input_files, config: DataConfig, jobs: _Jobs, scratch: str,
+                     progress) -> TokenizedDocuments:
+    """Pass 1: the corpus, read once in order, tokenized in parallel into the store."""
+    writer = TokenStoreWriter(os.path.join(scratch, _STORE_DIRECTORY))
+    pending = deque()
+
+    def collect_oldest():
+        window, parts = pending.popleft()
+        for part in parts:
+            writer.add(part.get())
+        _advance(progress, window.input_bytes)
+
+    for window in iter_windows(input_files, config.documents_per_window):
+        parts = _split_by_size([sum(len(line) for line in d.lines) for d in window.documents],
+                               _TOKENIZE_JOB_BYTES)
+        pending.append((window, [jobs.submit(_tokenize_in_worker, window.documents[a:b])
+                                 for a, b in parts]))
+        if len(pending) > _WINDOWS_IN_FLIGHT:
+            collect_oldest()
+    while pending:
+        collect_oldest()
+    return writer.close()
+
+
+def _create_instances(corpus: PermutedDocuments, shared, config: DataConfig, jobs: _Jobs,
+                      shuffle: GlobalRecordShuffle, summary: "_Summary", progress) -> None:
+    """Pass 2: instances of every document in every dupe round, window by window.
+
+    A window is `documents_per_window` consecutive documents of the shuffled
+    order (a uniform sample of the corpus); its records go to the global
+    shuffle's scratch file, so memory holds a few windows' records at most.
+    """
+    token_counts = corpus.documents.token_counts()[np.asarray(corpus.order)]
+    pending = deque()
+
+    def collect_oldest():
+        window_documents, window_jobs = pending.popleft()
+        for job in window_jobs:
+            blob, lengths, keys, statistics, masking = job.get()
+            framed, offset = [], 0
+            for length in lengths:
+                framed.append(blob[offset:offset + length])
+                offset += length
+            shuffle.add(framed, keys)
+            summary.instances.merge(statistics)
+            summary.masking.merge(masking)
+        _advance(progress, window_documents)
+
+    for start in range(0, len(corpus), config.documents_per_window):
+        end = min(len(corpus), start + config.documents_per_window)
+        blocks = _split_by_size(token_counts[start:end], _INSTANCE_JOB_TOKENS)
+        pending.append((end - start, [
+            jobs.submit(_instances_in_worker, shared, dupe, start + first, start + last)
+            for dupe in range(config.dupe_factor) for first, last in blocks]))
+        if len(pending) > _WINDOWS_IN_FLIGHT:
+            collect_oldest()
+    while pending:
+        collect_oldest()
 
 
 # ------------------------------------------------------------------ outputs
@@ -476,12 +392,10 @@ class _Summary:
         self.instances = InstanceStatistics()
         self.masking = MaskingStatistics.empty(ngram)
 
-    def add(self, result: WindowResult) -> None:
-        self.documents += result.documents
-        self.segments += result.segments
-        self.tokens += result.tokens
-        self.instances.merge(result.instances)
-        self.masking.merge(result.masking)
+    def set_corpus(self, documents: TokenizedDocuments) -> None:
+        self.documents = len(documents)
+        self.segments = int(len(documents.segment_starts) - 1)
+        self.tokens = int(len(documents.tokens))
 
     def as_dict(self, seconds: float) -> dict:
         instances, masking = self.instances, self.masking
@@ -511,18 +425,71 @@ class _Summary:
                 "0": instances.instances - instances.label_one, "1": instances.label_one,
                 "fraction_1": instances.label_one / max(instances.instances, 1)},
             "random_document_negatives": instances.random_document_negatives,
+            # The written order is a uniform shuffle of all records (see
+            # albert.data.record_shuffle); run_pretraining.py checks this.
+            "shuffle": "global",
             "seconds": seconds,
             "instances_per_second": instances.instances / max(seconds, 1e-9),
         }
 
 
-def _progress_bar(total_bytes: int, enabled: bool):
+def _progress_bar(total: int, description: str, unit: str, enabled: bool):
     if not enabled:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total_bytes, unit="B", unit_scale=True, desc="create_pretraining_data",
-                mininterval=1.0, dynamic_ncols=True)
+    return tqdm(total=total, unit=unit, unit_scale=True, desc=description, mininterval=1.0,
+                dynamic_ncols=True)
+
+
+def _advance(progress, amount: int) -> None:
+    if progress is not None:
+        progress.update(amount)
+
+
+def _close(progress) -> None:
+    if progress is not None:
+        progress.close()
+
+
+class _Terminated(AlbertError):
+    """SIGTERM, as an exception: the run's cleanup runs as for any failure."""
+
+
+@contextlib.contextmanager
+def _terminate_as_exception():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated("terminated (SIGTERM); nothing was written")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _scratch_directory(first_output: str):
+    """Working space for the token store and the shuffle, removed whatever happens.
+
+    Beside the first output when it is local (the file system the user chose
+    for data of this size), named like the outputs' temporaries so that a
+    later run removes it if this one is killed outright; in the system's
+    temporary directory for remote outputs.
+    """
+    if io.is_remote(first_output):
+        directory = tempfile.mkdtemp(prefix="albert-pretraining-data-")
+    else:
+        directory = io.temporary_name(io.absolute(first_output))
+        os.makedirs(directory)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _warn_about_single_segment_chunks(config: DataConfig, report: dict) -> None:
@@ -541,7 +508,15 @@ def _warn_about_single_segment_chunks(config: DataConfig, report: dict) -> None:
 def create_pretraining_data(input_patterns: str, output_spec: str, config: DataConfig,
                             num_workers: int = 1, summary_file: Optional[str] = None,
                             show_progress: bool = True) -> dict:
-    """Writes pretraining TFRecords; returns (and writes) the summary."""
+    """Writes pretraining TFRecords; returns (and writes) the summary.
+
+    Three passes: tokenize the corpus into an on-disk store (in corpus
+    order, in parallel); make every document's instances in every dupe
+    round, visiting the documents in a seeded random order of the whole
+    corpus, into a global shuffle; write the shuffled records round-robin to
+    the outputs. Scratch space: about 4 bytes per corpus token plus the
+    output's size, beside the first output.
+    """
     config.validate()
     if num_workers < 1:
         raise InputError("num_workers must be at least 1")
@@ -549,6 +524,9 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     output_files = expand_output_files(output_spec)
     summary_file = summary_file or default_summary_path(output_spec)
     check_output_paths(output_files + [summary_file])
+    for path in output_files + [summary_file]:
+        for stale in io.remove_stale_temporaries(path):
+            logger.info("Removed %s, left by a run that was killed", stale)
     worker = WindowWorker(config)  # fail fast on a bad tokenizer before starting workers
 
     start = time.time()
@@ -557,25 +535,36 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     summary = _Summary(config.instance.masking.ngram)
     counts = [0] * len(output_files)
     try:
-        progress = _progress_bar(total_input_bytes(input_files), show_progress)
-        with _AtomicRecordFiles(output_files) as writers:
-            written = 0
-            for result in _window_results(iter_windows(input_files, config.documents_per_window),
-                                          config, jobs):
-                for record in result.records:
+        with _terminate_as_exception(), _scratch_directory(output_files[0]) as scratch:
+            progress = _progress_bar(total_input_bytes(input_files), "tokenizing", "B",
+                                     show_progress)
+            documents = _tokenize_corpus(input_files, config, jobs, scratch, progress)
+            _close(progress)
+            summary.set_corpus(documents)
+            if len(documents) == 0:
+                raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
+                                 "no documents with tokens")
+            np.save(os.path.join(scratch, _ORDER_FILE),
+                    document_order(len(documents), config.random_seed))
+            corpus = _open_shuffled_corpus(scratch)
+            shared = corpus if jobs.in_process else scratch
+            # As many buckets as windows: a bucket holds about a window's records.
+            shuffle = GlobalRecordShuffle(scratch, -(-len(documents) // config.documents_per_window))
+            progress = _progress_bar(len(documents), "instances", "documents", show_progress)
+            _create_instances(corpus, shared, config, jobs, shuffle, summary, progress)
+            _close(progress)
+            jobs.close(success=True)
+            if shuffle.records == 0:
+                raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
+                                 "no documents with tokens")
+            progress = _progress_bar(shuffle.records, "writing", "records", show_progress)
+            with _AtomicRecordFiles(output_files) as writers:
+                for written, record in enumerate(shuffle):
                     writers[written % len(writers)].write_framed(record)
                     counts[written % len(writers)] += 1
-                    written += 1
-                summary.add(result)
-                if progress is not None:
-                    progress.update(result.input_bytes)
-                    progress.set_postfix(instances=written, refresh=False)
-            if progress is not None:
-                progress.close()
-            if written == 0:
-                raise InputError(f"No pretraining instances: the input ({input_patterns}) holds no "
-                                 "documents with tokens")
-        jobs.close(success=True)
+                    if written % 4096 == 4095:
+                        _advance(progress, 4096)
+            _close(progress)
     finally:
         jobs.close(success=False)
     report = summary.as_dict(time.time() - start)

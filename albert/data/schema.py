@@ -96,6 +96,9 @@ class DataContract:
     max_token_id: Optional[int] = None
     special_ids: Optional[SpecialIds] = None
     summaries: Tuple[str, ...] = ()
+    # Files whose records are not known to be in a uniformly shuffled order
+    # (a summary without `"shuffle": "global"`, or no summary at all).
+    not_globally_shuffled: Tuple[str, ...] = ()
 
     @property
     def schema(self) -> PretrainingSchema:
@@ -163,7 +166,7 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
     from albert.data.tfrecord import count_records
 
     described = _summaries_beside(files)
-    counts, values, sources, max_ids, boundaries = [], {}, [], [], []
+    counts, values, sources, max_ids, boundaries, unshuffled = [], {}, [], [], [], []
     for path in files:
         lengths = _checked_lengths(path)
         fields = {"max_seq_length": lengths["input_ids"],
@@ -179,12 +182,15 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
             counts.append(int(summary["record_counts"][io.basename(path)]))
             max_ids.append(summary.get("max_token_id"))
             boundaries.append(bool(summary.get("has_token_boundary")))
+            if summary.get("shuffle") != "global":
+                unshuffled.append(path)
             if summary_path not in sources:
                 sources.append(summary_path)
         else:
             counts.append(count_records(path))
             max_ids.append(None)
             boundaries.append("token_boundary" in lengths)
+            unshuffled.append(path)
         for key, value in fields.items():
             if value is None:
                 continue
@@ -206,4 +212,4 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
         vocab_size=values.get("vocab_size", (None,))[0],
         max_token_id=max(known_max_ids) if len(known_max_ids) == len(files) else None,
         special_ids=SpecialIds(**special) if special else None,
-        summaries=tuple(sources))
+        summaries=tuple(sources), not_globally_shuffled=tuple(unshuffled))

@@ -35,6 +35,20 @@ def check_contract(contract: DataContract, config: AlbertConfig, what: str) -> N
             "vocabulary")
 
 
+def warn_if_not_globally_shuffled(contract: DataContract) -> None:
+    """Training reads records nearly in file order: say so when that order is not random."""
+    files = contract.not_globally_shuffled
+    if not files:
+        return
+    logger.warning(
+        "%d of the %d training files (%s%s) are not known to hold globally shuffled records "
+        "(their summary lacks \"shuffle\": \"global\", or they have none). Training shuffles "
+        "only within --shuffle_buffer_size records (100 by default), so records in corpus order train in corpus order, one source "
+        "after another. Remake them with this version of create_pretraining_data.py, which "
+        "shuffles all records of the corpus as the original did.", len(files),
+        len(contract.files), ", ".join(files[:3]), ", ..." if len(files) > 3 else "")
+
+
 def _assign(model, weights, source) -> None:
     """Loads the backbone (all of it) and the heads when the checkpoint has them."""
     if "cls/predictions/output_bias" in weights:
@@ -86,6 +100,7 @@ class PretrainingTask(Task):
     def check_inputs(self) -> None:
         """Everything that can be checked before a run writes anything."""
         check_contract(self.train_data, self.config, "training")
+        warn_if_not_globally_shuffled(self.train_data)
         if self.eval_data is not None:
             check_contract(self.eval_data, self.config, "evaluation")
             for key in ("max_seq_length", "max_predictions_per_seq"):

@@ -1,0 +1,87 @@
+"""A uniform shuffle of every record a run writes, with memory bounded by one bucket.
+
+The original held all instances of the corpus (times `dupe_factor`) in
+memory and shuffled them before writing, so its training input needed only
+a 100-record shuffle buffer. Here each record carries a random 64-bit key,
+drawn from its document's seeded generator, and the output is the records
+sorted by key: a uniformly random order of all of them.
+
+The sort runs in two passes over a scratch file. Records arrive in batches
+(one window of documents at a time) and are written to the scratch file
+grouped by bucket (a key range); afterwards each bucket in turn is read
+back, sorted by key and handed out. With as many buckets as windows, a
+bucket holds about one window's records, which is the memory bound. Since
+the order is "sorted by key", it does not depend on the number of buckets,
+windows or workers.
+
+Scratch entries are the 8-byte little-endian key followed by the record as
+framed in a TFRecord file (whose own 8-byte length says where it ends).
+"""
+
+import os
+import struct
+from typing import Iterator, List, Sequence, Tuple
+
+import numpy as np
+
+_KEY = struct.Struct("<Q")
+_LENGTH = struct.Struct("<Q")
+_FRAMING = 12 + 4  # TFRecord: length and its CRC before the data, the data's CRC after
+
+
+class GlobalRecordShuffle:
+    """Collects framed records with keys; iterating yields them in key order."""
+
+    def __init__(self, directory: str, num_buckets: int):
+        self.num_buckets = max(1, int(num_buckets))
+        self.path = os.path.join(directory, "records.bin")
+        self._handle = open(self.path, "wb")
+        self._offset = 0
+        self._pieces: List[List[Tuple[int, int]]] = [[] for _ in range(self.num_buckets)]
+        self.records = 0
+
+    def bucket_of(self, keys: np.ndarray) -> np.ndarray:
+        """Bucket of each key: monotone in the key, so buckets in order are keys in order."""
+        scaled = np.asarray(keys, np.uint64).astype(np.float64) * (self.num_buckets / 2.0 ** 64)
+        return np.minimum(scaled.astype(np.int64), self.num_buckets - 1)
+
+    def add(self, framed_records: Sequence[bytes], keys: Sequence[int]) -> None:
+        keys = np.asarray(keys, np.uint64)
+        if len(keys) != len(framed_records):
+            raise ValueError("one key per record")
+        if not len(keys):
+            return
+        buckets = self.bucket_of(keys)
+        order = np.argsort(buckets, kind="stable")
+        boundaries = np.flatnonzero(np.diff(buckets[order])) + 1
+        for group in np.split(order, boundaries):
+            data = b"".join(_KEY.pack(int(keys[i])) + framed_records[i] for i in group)
+            self._handle.write(data)
+            self._pieces[int(buckets[group[0]])].append((self._offset, len(data)))
+            self._offset += len(data)
+        self.records += len(keys)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The framed records, sorted by key (ties in arrival order)."""
+        self._handle.close()
+        with open(self.path, "rb") as scratch:
+            for pieces in self._pieces:
+                chunks = []
+                for offset, size in pieces:
+                    scratch.seek(offset)
+                    chunks.append(scratch.read(size))
+                data = b"".join(chunks)
+                del chunks
+                entries = []
+                position = 0
+                while position < len(data):
+                    key = _KEY.unpack_from(data, position)[0]
+                    length = _LENGTH.unpack_from(data, position + _KEY.size)[0]
+                    end = position + _KEY.size + _FRAMING + length
+                    entries.append((key, position + _KEY.size, end))
+                    position = end
+                entries.sort(key=lambda entry: entry[0])
+                view = memoryview(data)
+                for _, start, end in entries:
+                    yield bytes(view[start:end])
+                del view, data
