@@ -86,6 +86,10 @@ flags.DEFINE_float("poly_power", 1.0, "Exponent of the polynomial learning-rate 
 # --- added here ---
 flags.DEFINE_string("eval_file", None,
                     "Held-out TFRecords for evaluation (default: --input_file, as the original).")
+flags.DEFINE_integer("plateau_window_steps", 0,
+                     "Warn (once, and record it in eval_results.json) when the masked-LM loss has "
+                     "not gone below the loss of a context-free unigram predictor for this many "
+                     "steps; 0: a fifth of --num_train_steps, at least 200.")
 distribute.define_flags()
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION,
                   "Mixed precision policy; mixed_float16 uses dynamic loss scaling.")
@@ -145,7 +149,8 @@ def main(argv):
         config=config, train_data=train_data, eval_data=eval_data, seed=FLAGS.random_seed,
         init_checkpoint=FLAGS.init_checkpoint, init_checkpoint_format=FLAGS.init_checkpoint_format,
         init_from_group0=FLAGS.init_from_group0, masked_lm_budget=FLAGS.masked_lm_budget,
-        sentence_objective=FLAGS.sentence_objective)
+        sentence_objective=FLAGS.sentence_objective,
+        plateau_window_steps=FLAGS.plateau_window_steps)
     task.check_inputs()  # bad input fails here, before anything is written
 
     import keras

@@ -208,3 +208,21 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "Chance on our held-out sets" in markdown and "not the GLUE tasks" not in markdown
     with open(output / "table5.png", "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_cells_stuck_run_and_one_label_heads_are_named_in_the_report(tmp_path):
+    from albert.paper.report import run_findings
+
+    journal = tmp_path / "pretraining" / "eval_results.json"
+    journal.parent.mkdir()
+    journal.write_text(json.dumps({"evaluations": [], "findings": [
+        {"kind": "unigram_plateau", "step": 300, "steps": 300, "unigram_loss": 6.31,
+         "masked_lm_loss": 6.35, "margin": 0.1, "message": "..."}]}))
+    intrinsic = {"heldout_nsp": {"sentence_order_predicted_one": 1.0},
+                 "heldout_sop": {"sentence_order_predicted_one": 0.42}}
+    found = run_findings(str(tmp_path), intrinsic)
+    assert found == ["masked LM stuck at the unigram loss (6.31 nats) for 300 steps, reported at "
+                     "step 300", "sentence head answers label 1 for every pair of the held-out "
+                     "NSP set"]
+    journal.unlink()
+    assert run_findings(str(tmp_path), {"heldout_sop": {"sentence_order_predicted_one": 0.5}}) == []

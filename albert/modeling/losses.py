@@ -96,4 +96,9 @@ def pretraining_metric_sums(outputs, features):
         "masked_lm_loss": (ops.sum(weights * mlm_losses), weight_total),
         "sentence_order_accuracy": (ops.sum(sop_correct), num_examples),
         "sentence_order_loss": (ops.sum(sop_losses), num_examples),
+        # For the one-label check of the training loop's diagnostics.
+        "sentence_order_predicted_one": (
+            ops.sum(ops.cast(ops.equal(ops.argmax(sop_logits, axis=-1), 1), "float32")),
+            num_examples),
+        "sentence_order_label_one": (ops.sum(ops.cast(sop_labels, "float32")), num_examples),
     }

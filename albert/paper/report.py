@@ -48,6 +48,26 @@ def extra_columns(results: List[dict]) -> List[str]:
     return sorted(names - set(DOWNSTREAM_COLUMNS))
 
 
+def run_findings(run_dir: str, intrinsic: dict) -> List[str]:
+    """What the diagnostics found about a cell: the pretraining run's findings (the unigram
+    plateau) and a sentence head answering one label on a held-out set."""
+    found = []
+    journal = os.path.join(run_dir, "pretraining", "eval_results.json")
+    if io.exists(journal):
+        for finding in io.read_json(journal).get("findings", []):
+            if finding.get("kind") == "unigram_plateau":
+                found.append(f"masked LM stuck at the unigram loss ({finding['unigram_loss']:.2f} "
+                             f"nats) for {finding['steps']} steps, reported at step "
+                             f"{finding['step']}")
+    for name in ("NSP", "SOP"):
+        predicted_one = intrinsic.get(f"heldout_{name.lower()}", {}).get(
+            "sentence_order_predicted_one")
+        if predicted_one is not None and not 0.005 < predicted_one < 0.995:
+            found.append(f"sentence head answers label {int(predicted_one >= 0.5)} for every pair "
+                         f"of the held-out {name} set")
+    return found
+
+
 def build_report(table: Table, cells: List[Cell], results: List[dict],
                  reproduction: Reproduction, demo_glue: bool) -> dict:
     columns = ["params", *INTRINSIC_COLUMNS, *DOWNSTREAM_COLUMNS, *extra_columns(results)]
@@ -58,7 +78,8 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
                      "run_dir": reproduction.run_dir(cell),
                      "paper": {column: paper.get(column, "–") for column in columns},
                      "ours": our_values(result), "intrinsic": result["intrinsic"],
-                     "downstream": result["downstream"], "commands": result["commands"]})
+                     "downstream": result["downstream"], "commands": result["commands"],
+                     "findings": run_findings(reproduction.run_dir(cell), result["intrinsic"])})
     notes = [f"Ours: scale `{reproduction.scale.name}` ({describe_scale(reproduction)}); "
              "the paper: BookCorpus + Wikipedia, batch 4096, sequence length 512, 125,000 steps.",
              "MLM acc and SOP acc are measured on the held-out sentence-order set, NSP acc on the "
@@ -70,6 +91,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
              "tasks."]
     if demo_glue:
         notes.append(DEMO_NOTE)
+    notes += [f"{row['cell']}: {'; '.join(row['findings'])}." for row in rows if row["findings"]]
     return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
             "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
             "notes": notes, "commands": {"data": _data_commands(reproduction)}}

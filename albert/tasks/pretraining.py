@@ -14,6 +14,8 @@ from albert.data.streams import RecordSource
 from albert.errors import InputError
 from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_metric_sums,
                              pretraining_normalizers)
+from albert.training.diagnostics import (Diagnostics, OneLabelHead, UnigramPlateau,
+                                         unigram_cross_entropy)
 from albert.training.inputs import TaskInput
 from albert.training.loop import Task
 
@@ -49,6 +51,36 @@ def warn_if_not_globally_shuffled(contract: DataContract) -> None:
         len(contract.files), ", ".join(files[:3]), ", ..." if len(files) > 3 else "")
 
 
+SENTENCE_DIAGNOSTIC_METRICS = ("sentence_order_predicted_one", "sentence_order_label_one")
+# Masked tokens counted for the unigram loss: enough for a stable estimate, read in a second.
+_UNIGRAM_SAMPLE_RECORDS = 20000
+
+PLATEAU_ADVICE = (
+    "Try a larger --learning_rate for this batch size, --num_warmup_steps of about a tenth of "
+    "the steps, or more --num_train_steps; docs/pretraining.md lists what was measured on "
+    "small hardware.")
+
+
+def masked_token_counts(contract: DataContract, max_records: int = _UNIGRAM_SAMPLE_RECORDS):
+    """How often each token id is a masked-LM target in the first `max_records` records."""
+    import numpy as np
+    import tensorflow as tf
+
+    spec = {"masked_lm_ids": tf.io.FixedLenFeature([contract.max_predictions_per_seq], tf.int64),
+            "masked_lm_weights": tf.io.FixedLenFeature([contract.max_predictions_per_seq],
+                                                       tf.float32)}
+    dataset = tf.data.TFRecordDataset(list(contract.files)).take(max_records).batch(1024).map(
+        lambda records: tf.io.parse_example(records, spec))
+    counts = np.zeros(0, np.int64)
+    for batch in dataset:
+        ids = batch["masked_lm_ids"].numpy()[batch["masked_lm_weights"].numpy() > 0]
+        found = np.bincount(ids)
+        if len(found) > len(counts):
+            counts = np.pad(counts, (0, len(found) - len(counts)))
+        counts[:len(found)] += found
+    return counts
+
+
 def _assign(model, weights, source) -> None:
     """Loads the backbone (all of it) and the heads when the checkpoint has them."""
     if "cls/predictions/output_bias" in weights:
@@ -72,6 +104,8 @@ class PretrainingTask(Task):
       masked_lm_budget: > 0 draws new masks on the fly at this rate.
       sentence_objective: False trains the masked LM alone (the sentence head
         is left untrained; its accuracy is still evaluated).
+      plateau_window_steps: steps the masked-LM loss may stay at or above the
+        unigram loss before a warning (0: a fifth of the run, at least 200).
     """
 
     config: AlbertConfig
@@ -83,6 +117,7 @@ class PretrainingTask(Task):
     init_from_group0: bool = False
     masked_lm_budget: float = 0.0
     sentence_objective: bool = True
+    plateau_window_steps: int = 0  # 0: a fifth of the run, at least 200 steps
     best_metric: str = "masked_lm_accuracy"
     loss_names: tuple = ("loss", "masked_lm_loss", "sentence_order_loss")
     _initial_weights: Optional[dict] = dataclasses.field(default=None, repr=False)
@@ -146,6 +181,24 @@ class PretrainingTask(Task):
             MaskingVocabulary(vocab_size=data.vocab_size, mask_id=data.special_ids.mask,
                               cls_id=data.special_ids.cls, sep_id=data.special_ids.sep),
             self.seed)
+
+    def diagnostics(self, config, training: bool) -> Diagnostics:
+        """The one-label check of the sentence head; in training also the unigram plateau."""
+        checks = []
+        if self.sentence_objective:
+            checks.append(OneLabelHead("sentence_order", *SENTENCE_DIAGNOSTIC_METRICS,
+                                       accuracy="sentence_order_accuracy"))
+        if training:
+            counts = masked_token_counts(self.train_data)
+            unigram = unigram_cross_entropy(counts)
+            window = self.plateau_window_steps or max(200, config.num_train_steps // 5)
+            logger.info("Masked tokens of the first %d training records: %d; the best prediction "
+                        "without context (token frequencies) has a loss of %.3f nats. A masked "
+                        "LM that stays there for %d steps is reported as stuck.",
+                        min(_UNIGRAM_SAMPLE_RECORDS, self.train_data.total_records),
+                        int(counts.sum()), unigram, window)
+            checks.append(UnigramPlateau(unigram, window, PLATEAU_ADVICE))
+        return Diagnostics(checks, diagnostic_metrics=SENTENCE_DIAGNOSTIC_METRICS)
 
     def train_input(self) -> TaskInput:
         data = self.train_data

@@ -37,6 +37,7 @@ import tensorflow as tf
 
 from albert.errors import AlbertError, InputError, TrainingDivergedError
 from albert.training.checkpointing import TrainingCheckpoints
+from albert.training.diagnostics import Diagnostics
 from albert.training.distribute import worker_info
 from albert.training.inputs import TaskInput, distributed_training_dataset, evaluation_dataset
 from albert.training.optimization import AlbertLossScaleOptimizer
@@ -89,6 +90,10 @@ class Task(abc.ABC):
     def metric_sums(self, outputs, features) -> Dict[str, tuple]:
         """{metric: (total, count)} for one evaluation batch (used by `evaluate`)."""
         raise NotImplementedError
+
+    def diagnostics(self, config: "TrainerConfig", training: bool) -> Optional[Diagnostics]:
+        """Checks that say when the run is not learning (`albert.training.diagnostics`)."""
+        return None
 
     def evaluate(self, model, config: "TrainerConfig") -> Optional[dict]:
         """Metrics of `model` on the held-out data; None without held-out data.
@@ -190,8 +195,16 @@ class Trainer:
                                                self.worker.is_chief)
         self.directory = RunDirectory(config.output_dir, self.worker.is_chief)
         self.model = self.optimizer = None
+        self._diagnostics = {}
 
     # -------------------------------------------------------------- set-up
+    def _diagnostics_for(self, training: bool) -> Diagnostics:
+        """The task's checks (made once per kind of use; none: an empty set)."""
+        if training not in self._diagnostics:
+            self._diagnostics[training] = (self.task.diagnostics(self.config, training)
+                                           or Diagnostics([]))
+        return self._diagnostics[training]
+
     def _build(self):
         if self.config.mixed_precision != "none":
             keras.mixed_precision.set_global_policy(self.config.mixed_precision)
@@ -285,6 +298,7 @@ class Trainer:
             config.shuffle_buffer_size, bucket_window=config.bucket_window)
         iterator = iter(dataset)
         train_steps = self._train_function(model, optimizer, iterator)
+        diagnostics = self._diagnostics_for(training=True) if self.worker.is_chief else None
         progress = self._progress(step)
         last_eval = None
         while step < config.num_train_steps:
@@ -308,6 +322,9 @@ class Trainer:
                     f"The loss became {bad[0]['loss']} at step {bad[0]['step']}; stopping. The last "
                     f"checkpoint ({self.checkpoints.latest_step() or 'none'}) is kept. Lower "
                     "--learning_rate, or check the input data")
+            if diagnostics is not None:
+                findings = diagnostics.observe_steps(records)
+                self.directory.record_findings([finding.as_dict() for finding in findings])
             self.directory.log_steps(records)
             step += count
             if progress is not None:
@@ -348,6 +365,9 @@ class Trainer:
         metrics = self.evaluate(model)
         if metrics is None:
             return None
+        diagnostics = self._diagnostics_for(training=False)
+        findings = diagnostics.observe_evaluation(step, metrics)
+        metrics = diagnostics.split_metrics(metrics)
         best = self.directory.best()
         value = metrics[self.task.best_metric]
         improved = best is None or value > best[self.task.best_metric]
@@ -355,7 +375,8 @@ class Trainer:
             best = {"step": step, self.task.best_metric: value}
         # Journal first: a kill before the copy is repaired on the next start.
         self.directory.record_evaluation(step, metrics, best, self.task.best_metric,
-                                         self.task.eval_text_layout)
+                                         self.task.eval_text_layout,
+                                         findings=[finding.as_dict() for finding in findings])
         if improved:
             self.checkpoints.copy_to_best(step)
         logger.info("Step %d: %s", step,

@@ -34,6 +34,7 @@ TRAIN_LOG = "train_log.jsonl"
 EVAL_JSON = "eval_results.json"
 EVAL_TXT = "eval_results.txt"
 TENSORBOARD = "tensorboard"
+FINDINGS = "findings"  # diagnostics' findings in eval_results.json (never in the .txt)
 
 
 class RunLock:
@@ -151,7 +152,7 @@ class RunDirectory:
         with writer.as_default():
             for record in records:
                 for key, value in record.items():
-                    if key != "step":
+                    if key != "step" and isinstance(value, (int, float)):
                         tf.summary.scalar(key, value, step=record["step"])
         writer.flush()
 
@@ -169,7 +170,8 @@ class RunDirectory:
         return self.evaluations().get("best")
 
     def record_evaluation(self, step: int, metrics: dict, best: Optional[dict],
-                          best_metric: Optional[str] = None, layout: str = "pretraining") -> None:
+                          best_metric: Optional[str] = None, layout: str = "pretraining",
+                          findings: Optional[List[dict]] = None) -> None:
         """Adds an evaluation to the journal (atomically), then regenerates eval_results.txt.
 
         eval_results.txt has one `key = value` line per metric (and
@@ -178,12 +180,17 @@ class RunDirectory:
         first) and a line of 50 `=`, as the original GLUE and RACE scripts
         write; in the SQuAD layout with `best <metric> = <best value so far,
         this one included>` and the line, as the original SQuAD scripts write.
+        `findings` of the run's diagnostics (`albert.training.diagnostics`)
+        go into the entry's `findings` list, in the JSON only.
         """
         if not self.is_chief:
             return
         results = self.evaluations()
         results["evaluations"] = [e for e in results["evaluations"] if e["step"] != step]
-        results["evaluations"].append(dict(metrics, step=step))
+        entry = dict(metrics, step=step)
+        if findings:
+            entry[FINDINGS] = findings
+        results["evaluations"].append(entry)
         results["evaluations"].sort(key=lambda e: e["step"])
         results["best"] = best
         results["layout"] = [layout, best_metric]
@@ -191,6 +198,16 @@ class RunDirectory:
         io.write_json_atomically(self.path(EVAL_JSON), results)
         self._write_eval_text(results)
         self._scalars("eval", [dict(metrics, step=step)])
+
+    def record_findings(self, findings: List[dict]) -> None:
+        """Run-level findings of the diagnostics (e.g. the unigram plateau), kept in
+        eval_results.json under `findings` beside the evaluations."""
+        if not self.is_chief or not findings:
+            return
+        results = self.evaluations()
+        known = results.setdefault(FINDINGS, [])
+        known.extend(f for f in findings if f not in known)
+        io.write_json_atomically(self.path(EVAL_JSON), results)
 
     def record_final(self, metrics: dict, where: str) -> None:
         """The closing block of the SQuAD scripts: the best model's scores re-measured,
@@ -206,7 +223,7 @@ class RunDirectory:
         layout, best_metric = results.get("layout", ["pretraining", None])
         lines, best_so_far = [], -1
         for entry in results["evaluations"]:
-            values = {k: v for k, v in entry.items() if k != "step"}
+            values = {k: v for k, v in entry.items() if k not in ("step", FINDINGS)}
             lines += [f"{key} = {value}" for key, value in
                       sorted(dict(values, global_step=entry["step"]).items())]
             if layout == "finetuning":

@@ -6,6 +6,7 @@ the position of a record in the output must say nothing about its source,
 and random-document partners must come from anywhere in the corpus.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -181,3 +182,25 @@ def test_a_killed_run_leaves_nothing_after_the_next_run(tmp_path, blocks_corpus)
     assert "ERROR: terminated" in stderr
     # The terminated run cleaned its own scratch, and removed the killed run's.
     assert os.listdir(output.parent) == []
+
+
+def test_training_warns_once_about_records_not_globally_shuffled(tmp_path, blocks_corpus, caplog):
+    from albert.tasks.pretraining import warn_if_not_globally_shuffled
+
+    corpus, vocab = blocks_corpus
+    output = str(tmp_path / "train.tfrecord")
+    create_pretraining_data(corpus, output, _config(vocab), show_progress=False)
+    with caplog.at_level("WARNING", logger="albert"):
+        warn_if_not_globally_shuffled(load_data_contract([output]))
+    assert not caplog.records
+    summary_path = output + ".summary.json"
+    with open(summary_path) as handle:
+        summary = json.load(handle)
+    del summary["shuffle"]  # a summary written before records were shuffled globally
+    with open(summary_path, "w") as handle:
+        json.dump(summary, handle)
+    with caplog.at_level("WARNING", logger="albert"):
+        warn_if_not_globally_shuffled(load_data_contract([output]))
+    assert len(caplog.records) == 1
+    assert "not known to hold globally shuffled records" in caplog.text
+    assert "create_pretraining_data.py" in caplog.text

@@ -1,0 +1,170 @@
+"""Which pretraining settings leave the unigram plateau soonest on 2 CPU cores? A resumable sweep.
+
+    python benchmarks/pretraining_recipe.py --train_file=data/train.tfrecord \
+        --eval_file=data/heldout.tfrecord --output_dir=recipe --runs=lamb-0.01,adamw-0.001
+
+Each run is `run_pretraining.py` on the same records with one setting changed
+from the base (`--base_config`, `--steps`, `--batch`): the optimizer and its
+learning rate, warm-up, batch size, model shape. A run is a name from
+`RUNS` below (or `all`); finished runs (a `done` marker) are skipped, a
+killed one resumes from its last checkpoint, so the sweep can run in the
+background (`nohup ... &`) and be restarted at will.
+
+Written as the runs finish:
+
+* `<output_dir>/results.json`: per run the settings, and the curves —
+  training masked-LM loss (mean of 50 steps) against step and training
+  wall-clock seconds, held-out masked-LM loss / accuracy and sentence-order
+  accuracy at every checkpoint, the unigram loss and the diagnostics'
+  findings;
+* `<output_dir>/recipe.png`: held-out masked-LM loss against wall-clock time
+  and against step, one line per run.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The demo's model shape: H=128, E=64, 4 all-shared layers, 8k vocabulary.
+DEMO_MODEL = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
+              "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
+              "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+              "attention_probs_dropout_prob": 0.0}
+
+# name: run_pretraining.py flags (and "model": config changes) that differ from the base.
+RUNS = {
+    "lamb-0.01": {"optimizer": "lamb", "learning_rate": 0.01},
+    "lamb-0.02": {"optimizer": "lamb", "learning_rate": 0.02},
+    "lamb-0.005": {"optimizer": "lamb", "learning_rate": 0.005},
+    "adamw-0.001": {"optimizer": "adamw", "learning_rate": 0.001},
+    "adamw-0.0005": {"optimizer": "adamw", "learning_rate": 0.0005},
+    "adamw-0.002": {"optimizer": "adamw", "learning_rate": 0.002},
+    "adamw-0.001-batch32": {"optimizer": "adamw", "learning_rate": 0.001, "train_batch_size": 32},
+    "adamw-0.001-warmup0.3": {"optimizer": "adamw", "learning_rate": 0.001, "warmup_fraction": 0.3},
+    "adamw-0.001-L2": {"optimizer": "adamw", "learning_rate": 0.001,
+                       "model": {"num_hidden_layers": 2}},
+}
+
+
+def run_flags(settings, steps, batch):
+    flags = {"train_batch_size": batch, "num_train_steps": steps}
+    flags.update({k: v for k, v in settings.items() if k not in ("model", "warmup_fraction")})
+    flags["num_warmup_steps"] = int(settings.get("warmup_fraction", 0.1) * flags["num_train_steps"])
+    return flags
+
+
+def run_one(name, args):
+    directory = os.path.join(args.output_dir, name)
+    if os.path.exists(os.path.join(directory, "done")):
+        return directory
+    os.makedirs(directory, exist_ok=True)
+    settings = RUNS[name]
+    config = dict(DEMO_MODEL, **settings.get("model", {}))
+    config_file = os.path.join(directory, "albert_config.json")
+    with open(config_file, "w", encoding="utf-8") as handle:
+        json.dump(config, handle, indent=2)
+    flags = run_flags(settings, args.steps, args.batch)
+    command = [sys.executable, os.path.join(REPO, "run_pretraining.py"),
+               f"--albert_config_file={config_file}", f"--input_file={args.train_file}",
+               f"--eval_file={args.eval_file}", f"--output_dir={directory}/run", "--do_train",
+               "--do_eval", f"--save_checkpoints_steps={args.eval_every}", "--keep_checkpoint_max=1",
+               "--max_eval_steps=1000000", "--eval_batch_size=256", "--steps_per_loop=50",
+               "--noprogress", *[f"--{k}={v}" for k, v in flags.items()]]
+    print(" ".join(command), flush=True)
+    with open(os.path.join(directory, "log.txt"), "a", encoding="utf-8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+    with open(os.path.join(directory, "done"), "w", encoding="utf-8") as handle:
+        handle.write(" ".join(command) + "\n")
+    return directory
+
+
+def curves(name, directory, batch):
+    with open(os.path.join(directory, "run", "train_log.jsonl"), encoding="utf-8") as handle:
+        log = [json.loads(line) for line in handle]
+    with open(os.path.join(directory, "run", "eval_results.json"), encoding="utf-8") as handle:
+        journal = json.load(handle)
+    batch = RUNS[name].get("train_batch_size", batch)
+    # Training wall-clock time up to each step (evaluations excluded).
+    seconds_at, elapsed = {}, 0.0
+    for row in log:
+        elapsed += batch / row["examples_per_second"]
+        seconds_at[row["step"]] = elapsed
+
+    def smoothed(index):
+        window = log[max(0, index - 49):index + 1]
+        return sum(r["masked_lm_loss"] for r in window) / len(window)
+
+    return {
+        "settings": RUNS[name],
+        "train": [{"step": row["step"], "seconds": seconds_at[row["step"]],
+                   "masked_lm_loss_mean50": smoothed(i),
+                   "minus_unigram": row.get("masked_lm_loss_minus_unigram")}
+                  for i, row in enumerate(log) if row["step"] % 50 == 0],
+        "heldout": [{"step": e["step"], "seconds": seconds_at.get(e["step"]),
+                     "masked_lm_loss": e["masked_lm_loss"],
+                     "masked_lm_accuracy": e["masked_lm_accuracy"],
+                     "sentence_order_accuracy": e["sentence_order_accuracy"],
+                     "findings": [f["kind"] for f in e.get("findings", [])]}
+                    for e in journal["evaluations"]],
+        "findings": [f["kind"] for f in journal.get("findings", [])],
+    }
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_time, by_step) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, result in results.items():
+        heldout = result["heldout"]
+        by_time.plot([h["seconds"] / 60 for h in heldout], [h["masked_lm_loss"] for h in heldout],
+                     marker=".", label=name)
+        by_step.plot([h["step"] for h in heldout], [h["masked_lm_loss"] for h in heldout],
+                     marker=".", label=name)
+    by_time.set_xlabel("training wall-clock minutes (2 cores)")
+    by_step.set_xlabel("step")
+    for axis in (by_time, by_step):
+        axis.set_ylabel("held-out masked-LM loss")
+        axis.grid(alpha=0.3)
+    by_step.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train_file", required=True)
+    parser.add_argument("--eval_file", required=True)
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--runs", default="all", help=f"comma-separated: {', '.join(RUNS)}")
+    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--eval_every", type=int, default=250)
+    args = parser.parse_args()
+    names = list(RUNS) if args.runs == "all" else args.runs.split(",")
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        parser.error(f"unknown runs: {', '.join(unknown)}")
+    results_path = os.path.join(args.output_dir, "results.json")
+    for name in names:
+        run_one(name, args)
+        results = {}
+        for done in names:
+            directory = os.path.join(args.output_dir, done)
+            if os.path.exists(os.path.join(directory, "done")):
+                results[done] = curves(done, directory, args.batch)
+        with open(results_path, "w", encoding="utf-8") as handle:
+            json.dump({"command": " ".join(sys.argv), "base_model": DEMO_MODEL,
+                       "steps": args.steps, "batch": args.batch, "runs": results}, handle, indent=1)
+        plot(results, os.path.join(args.output_dir, "recipe.png"))
+
+
+if __name__ == "__main__":
+    main()
