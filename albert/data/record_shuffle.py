@@ -37,7 +37,10 @@ class GlobalRecordShuffle:
         self.path = os.path.join(directory, "records.bin")
         self._handle = open(self.path, "wb")
         self._offset = 0
-        self._pieces: List[List[Tuple[int, int]]] = [[] for _ in range(self.num_buckets)]
+        # Per batch of records: where it starts in the scratch file, and the cumulative byte
+        # sizes of its buckets (num_buckets + 1 offsets). Arrays, not lists of tuples: a large
+        # corpus has thousands of batches times thousands of buckets.
+        self._batches: List[Tuple[int, np.ndarray]] = []
         self.records = 0
 
     def bucket_of(self, keys: np.ndarray) -> np.ndarray:
@@ -46,6 +49,7 @@ class GlobalRecordShuffle:
         return np.minimum(scaled.astype(np.int64), self.num_buckets - 1)
 
     def add(self, framed_records: Sequence[bytes], keys: Sequence[int]) -> None:
+        """Appends a batch of framed records with their keys, grouped by bucket."""
         keys = np.asarray(keys, np.uint64)
         if len(keys) != len(framed_records):
             raise ValueError("one key per record")
@@ -53,23 +57,33 @@ class GlobalRecordShuffle:
             return
         buckets = self.bucket_of(keys)
         order = np.argsort(buckets, kind="stable")
-        boundaries = np.flatnonzero(np.diff(buckets[order])) + 1
-        for group in np.split(order, boundaries):
-            data = b"".join(_KEY.pack(int(keys[i])) + framed_records[i] for i in group)
-            self._handle.write(data)
-            self._pieces[int(buckets[group[0]])].append((self._offset, len(data)))
-            self._offset += len(data)
+        sizes = np.fromiter((_KEY.size + len(record) for record in framed_records), np.int64,
+                            len(framed_records))
+        bucket_sizes = np.bincount(buckets, weights=sizes, minlength=self.num_buckets)
+        self._handle.write(b"".join(_KEY.pack(int(keys[i])) + framed_records[i] for i in order))
+        self._batches.append((self._offset, np.concatenate(
+            [[0], np.cumsum(bucket_sizes.astype(np.int64))])))
+        self._offset += int(sizes.sum())
         self.records += len(keys)
+
+    def bucket_sizes(self) -> np.ndarray:
+        """Bytes held by each bucket: what the second pass holds in memory at a time."""
+        sizes = np.zeros(self.num_buckets, np.int64)
+        for _, cumulative in self._batches:
+            sizes += np.diff(cumulative)
+        return sizes
 
     def __iter__(self) -> Iterator[bytes]:
         """The framed records, sorted by key (ties in arrival order)."""
         self._handle.close()
         with open(self.path, "rb") as scratch:
-            for pieces in self._pieces:
+            for bucket in range(self.num_buckets):
                 chunks = []
-                for offset, size in pieces:
-                    scratch.seek(offset)
-                    chunks.append(scratch.read(size))
+                for base, cumulative in self._batches:
+                    start, end = int(cumulative[bucket]), int(cumulative[bucket + 1])
+                    if end > start:
+                        scratch.seek(base + start)
+                        chunks.append(scratch.read(end - start))
                 data = b"".join(chunks)
                 del chunks
                 entries = []
