@@ -298,7 +298,10 @@ class Trainer:
             config.shuffle_buffer_size, bucket_window=config.bucket_window)
         iterator = iter(dataset)
         train_steps = self._train_function(model, optimizer, iterator)
-        diagnostics = self._diagnostics_for(training=True) if self.worker.is_chief else None
+        diagnostics = None
+        if self.worker.is_chief:
+            with _run_errors(step, task_input):  # the checks may read the records first
+                diagnostics = self._diagnostics_for(training=True)
         progress = self._progress(step)
         last_eval = None
         while step < config.num_train_steps:

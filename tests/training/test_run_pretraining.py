@@ -159,8 +159,11 @@ def test_evaluation_only_evaluates_each_checkpoint_once(tmp_path, synthetic_reco
     assert [e["step"] for e in results["evaluations"]] == [10, 20]
     assert results["best"]["step"] in (10, 20)
     assert (tmp_path / "run" / "model.ckpt-best.index").exists()
-    assert set(results["evaluations"][0]) == {"step", "masked_lm_accuracy", "masked_lm_loss",
-                                              "sentence_order_accuracy", "sentence_order_loss"}
+    # The metrics, and possibly what the diagnostics found (a 20-step model's sentence head
+    # may well answer one label).
+    assert set(results["evaluations"][0]) - {"findings"} == {
+        "step", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy",
+        "sentence_order_loss"}
     text = (tmp_path / "run" / "eval_results.txt").read_text()
     assert text.count("global_step = ") == 2 and "masked_lm_accuracy = " in text
 
