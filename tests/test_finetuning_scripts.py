@@ -8,8 +8,11 @@ directory never changes what an earlier run wrote there.
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -200,3 +203,77 @@ def test_help_lists_the_shared_flags(script):
         entry = full[full.index("--[no]version_2_with_negative"):].split("\n  --")[0]
         assert f"Fixed to {fixed}" in entry and f"(default: '{fixed}')" in entry
 
+
+# ---------------------------------------------------------------------- point 6
+def _interrupt_when(args, ready, timeout=300, new_session=False):
+    """Runs `python args` until `ready()`, then sends SIGINT (to its process group with
+    `new_session`, as a terminal's Ctrl-C does); returns (exit status, stderr)."""
+    from conftest import REPO
+
+    process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, start_new_session=new_session,
+                               env=dict(os.environ, PYTHONPATH=REPO))
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None and not ready():
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be interrupted"
+    if new_session:
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+        pytest.fail("still running 180 s after SIGINT:\n" + "\n".join(
+            line for line in stderr.splitlines() if "Step " not in line and "Decoded" not in line
+            and "Ran the model" not in line)[-3000:])
+    return process.returncode, stderr
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_ctrl_c_ends_with_one_line_saying_where_the_run_stopped(tmp_path, synthetic_corpus,
+                                                               script):
+    _, spm = synthetic_corpus
+    endless = ({"num_train_epochs": 100000} if script == "run_squad.py"
+               else {"train_step": 100000})
+    args = _command(script, tmp_path, spm, save_checkpoints_steps=3, **endless)
+    status, stderr = _interrupt_when(
+        args, lambda: (tmp_path / "out" / "model.ckpt-3.index").exists())
+    assert status == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    match = re.fullmatch(r"Interrupted: stopped at step (\d+); the same command resumes from "
+                         r"(.*)model\.ckpt-(\d+)", last)
+    assert match, last
+    assert int(match.group(3)) <= int(match.group(1)) and int(match.group(3)) % 3 == 0
+    if script != "run_classifier.py":
+        return
+    # The same command (a shorter run of it) resumes there; progress goes to the log as lines
+    # when stderr is not a terminal.
+    resumed = run_script(*_command(script, tmp_path, spm, save_checkpoints_steps=3,
+                                   train_step=int(match.group(3)) + 3, progress=True))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resumed from {match.group(2)}model.ckpt-{match.group(3)}" in resumed.stderr
+    assert "\r" not in resumed.stderr
+    assert f"training: step {int(match.group(3)) + 3}/{int(match.group(3)) + 3} (100%)" in \
+        resumed.stderr
+
+
+def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_corpus):
+    corpus, spm = synthetic_corpus
+    out = tmp_path / "paper"
+    args = ["-m", "albert.paper", "reproduce", "--table=5", "--scale=tiny", f"--corpus={corpus}",
+            f"--heldout={corpus}", f"--spm_model_file={spm}", f"--output_dir={out}",
+            "--glue_dir=none", "--num_train_steps=100000"]
+    status, stderr = _interrupt_when(
+        args, lambda: any(out.glob("runs/*/pretraining/train_log.jsonl")), new_session=True)
+    assert status == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = stderr.strip().splitlines()
+    assert re.fullmatch(r"Interrupted: stopped during run_pretraining\.py; the same reproduce "
+                        r"command goes on from there \(finished cells are kept\)", lines[-1])
+    # ... after the step's own line
+    assert any(re.fullmatch(r"Interrupted: stopped at step \d+; the same command .*", line)
+               for line in lines[:-1]), stderr[-3000:]
