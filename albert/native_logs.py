@@ -7,8 +7,19 @@ noise, in order, once the call returns.
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
+
+# What the TFLite converter's C++ side says on every conversion: notes on
+# options it ignores for this kind of model ("W0000 ... Ignored output_format."),
+# that an optional MLIR pass is off, and absl's note that it logs before being
+# initialised. None is about the user's model; its real warnings pass.
+TFLITE_CONVERTER_NOISE = re.compile(
+    r"^[IW]0000 .*(Ignored output_format|Ignored drop_control_dependency|"
+    r"MLIR V1 optimization pass is not enabled)|"
+    r"All log messages before absl::InitializeLog")
+
 
 @contextlib.contextmanager
 def filtered_stderr(noise):

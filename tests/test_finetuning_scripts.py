@@ -204,6 +204,11 @@ def test_help_lists_the_shared_flags(script):
         assert f"Fixed to {fixed}" in entry and f"(default: '{fixed}')" in entry
 
 
+@pytest.mark.parametrize("command", [["convert_checkpoint.py"], ["-m", "albert.export"]])
+def test_help_of_the_converters_lists_the_config_flag(command):
+    assert "--[no]allow_unknown_config_keys:" in run_script(*command, "--help").stdout
+
+
 # ---------------------------------------------------------------------- point 6
 def _interrupt_when(args, ready, timeout=300, new_session=False):
     """Runs `python args` until `ready()`, then sends SIGINT (to its process group with
