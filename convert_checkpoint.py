@@ -47,6 +47,7 @@ flags.DEFINE_enum("head", "auto", ["auto", "none", *HEADS],
                   "output_weights count as the GLUE classifier), none (encoder only), or a name "
                   "(multiple_choice: RACE's head, the same variables as the classifier's).")
 cli.define_config_flags()
+flags.adopt_module_key_flags(cli)  # --help lists --allow_unknown_config_keys too
 flags.mark_flags_as_required(["init_checkpoint", "output_dir"])
 
 FLAGS = flags.FLAGS

@@ -29,9 +29,9 @@ import os
 from absl import flags, logging
 
 from albert import cli, finetuning_cli, io
+from albert.data.feature_cache import tokenizer_settings
 from albert.data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples, write_cache
 from albert.errors import InputError
-from albert.tokenization import load_tokenizer, require_special_tokens
 
 # --- the original's 32 flags ---
 flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per GLUE task.")
@@ -73,6 +73,7 @@ flags.DEFINE_float("threshold_to_export", float("nan"),
 finetuning_cli.define_tpu_flags()
 # --- added here ---
 finetuning_cli.define_runtime_flags()
+flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_bool("task_preset", False,
                   "Use the paper's Table 14 settings for --task_name (configs/finetuning/"
                   "table14.json); explicit flags win.")
@@ -109,6 +110,7 @@ def main(argv):
     if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
         raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
                          "MNLI-trained --init_checkpoint")
+    finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     strategy, strategy_name = finetuning_cli.create_strategy()
     dropouts = {}
     if FLAGS.task_preset:
@@ -118,22 +120,34 @@ def main(argv):
     config = finetuning_cli.load_config(FLAGS.max_seq_length, **dropouts)
     if FLAGS.max_seq_length < 3:
         raise InputError("--max_seq_length must be at least 3 ([CLS] A [SEP])")
-    tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.spm_model_file, FLAGS.do_lower_case)
-    require_special_tokens(tokenizer)
+    tokenizer = finetuning_cli.load_tokenizer(config, FLAGS.vocab_file, FLAGS.spm_model_file,
+                                              FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     head_dims = {"C": glue_task.num_labels}
     weights = finetuning_cli.initial_weights(
         config, init_checkpoint, "classifier", head_dims,
         f"{glue_task.name} ({glue_task.num_labels} labels)")
 
-    from albert.tasks.classification import ClassificationTask
-    from albert.training.run_directory import RunDirectory
+    from albert.tasks.classification import ClassificationTask, prediction_files
 
-    task = ClassificationTask(config=config, glue_task=glue_task,
-                              max_seq_length=FLAGS.max_seq_length,
-                              head_dropout=FLAGS.classifier_dropout, initial_weights=weights)
-    # The run directory is checked before the feature caches are written into it.
-    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
+    task = ClassificationTask(
+        config=config, glue_task=glue_task, max_seq_length=FLAGS.max_seq_length,
+        head_dropout=FLAGS.classifier_dropout, initial_weights=weights,
+        settings={"task": glue_task.name, "max_seq_length": FLAGS.max_seq_length,
+                  **tokenizer_settings(tokenizer)})
+    # The run directory and the training settings are checked before any file is written.
+    directory = finetuning_cli.check_output_dir(task)
+    trainer = finetuning_cli.make_trainer(
+        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate,
+        optimizer=FLAGS.optimizer, train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max)
+    if FLAGS.do_eval and not FLAGS.do_train:
+        finetuning_cli.check_checkpoints_to_evaluate(FLAGS.output_dir)
+    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_train:
+        finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+                                                       evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     cached_dir = FLAGS.cached_dir or FLAGS.output_dir
     caches = {}
@@ -145,6 +159,9 @@ def main(argv):
                                        FLAGS.max_seq_length, tokenizer)
     test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
                      if FLAGS.do_predict else None)
+    finetuning_cli.start_writing(directory, task, [
+        *(path for cache in caches.values() for path in cache.files()),
+        *prediction_files(FLAGS.output_dir, glue_task)])
     for cache in caches.values():
         write_cache(cache, glue_task, FLAGS.max_seq_length, tokenizer)
     if "train" in caches:
@@ -152,12 +169,6 @@ def main(argv):
     if "dev" in caches:
         task.eval_cache = caches["dev"].path
 
-    trainer = finetuning_cli.make_trainer(
-        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
-        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate,
-        optimizer=FLAGS.optimizer, train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max)
     finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict or FLAGS.export_dir:
         predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, test_examples)
@@ -170,7 +181,8 @@ def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, e
                                              stack_features, write_predictions)
 
     weights, source = finetuning_cli.prediction_weights(
-        FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train)
+        FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train,
+        "Predicting" if FLAGS.do_predict else "Exporting")
     model = task.build_model()
     assign_model_weights(model, weights, source)
     if FLAGS.do_predict:

@@ -28,8 +28,8 @@ from absl import flags, logging
 from albert import cli, finetuning_cli, io
 from albert.data.race import (check_lengths, convert_race_example, level_counts, plan_race_cache,
                               read_race, selected_levels, write_race_cache)
+from albert.data.feature_cache import tokenizer_settings
 from albert.errors import InputError
-from albert.tokenization import load_tokenizer, require_special_tokens
 
 # --- the original's 35 flags ---
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}/.")
@@ -78,6 +78,7 @@ flags.DEFINE_integer("save_checkpoints_steps", 100, "Checkpoint (and evaluate) e
 finetuning_cli.define_tpu_flags()
 # --- added here ---
 finetuning_cli.define_runtime_flags()
+flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_integer("num_choices", 4, "Options per question.")
 flags.mark_flags_as_required(["data_dir", "spm_model_file", "albert_config_file", "output_dir"])
 
@@ -93,24 +94,38 @@ def main(argv):
         raise InputError(f"Task not found: {FLAGS.task_name} (run_race.py runs 'race')")
     if FLAGS.num_choices < 2:
         raise InputError(f"--num_choices must be at least 2, got {FLAGS.num_choices}")
+    finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     levels = selected_levels(FLAGS.middle_only, FLAGS.high_only)
     check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
     strategy, strategy_name = finetuning_cli.create_strategy()
     config = finetuning_cli.load_config(FLAGS.max_seq_length)
-    tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.spm_model_file, FLAGS.do_lower_case)
-    require_special_tokens(tokenizer)
+    tokenizer = finetuning_cli.load_tokenizer(config, FLAGS.vocab_file, FLAGS.spm_model_file,
+                                              FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     weights = finetuning_cli.initial_weights(config, init_checkpoint, HEAD, {},
                                              "the multiple-choice head")
 
-    from albert.tasks.multiple_choice import MultipleChoiceTask
-    from albert.training.run_directory import RunDirectory
+    from albert.tasks.multiple_choice import MultipleChoiceTask, race_prediction_files
 
-    task = MultipleChoiceTask(config=config, max_seq_length=FLAGS.max_seq_length,
-                              num_choices=FLAGS.num_choices, head_dropout=FLAGS.dropout_prob,
-                              initial_weights=weights)
-    # The run directory is checked before the feature caches are written into it.
-    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
+    task = MultipleChoiceTask(
+        config=config, max_seq_length=FLAGS.max_seq_length, num_choices=FLAGS.num_choices,
+        head_dropout=FLAGS.dropout_prob, initial_weights=weights,
+        settings={"task": "race", "max_seq_length": FLAGS.max_seq_length,
+                  "max_qa_length": FLAGS.max_qa_length, "num_choices": FLAGS.num_choices,
+                  "levels": list(levels), **tokenizer_settings(tokenizer)})
+    # The run directory and the training settings are checked before any file is written.
+    directory = finetuning_cli.check_output_dir(task)
+    trainer = finetuning_cli.make_trainer(
+        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate, optimizer="adamw",
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.num_keep_checkpoint)
+    if FLAGS.do_eval and not FLAGS.do_train:
+        finetuning_cli.check_checkpoints_to_evaluate(FLAGS.output_dir)
+    if FLAGS.do_predict and not FLAGS.do_train:
+        finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+                                                       evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     caches = {}
     for wanted, split, path, default in (
@@ -124,6 +139,9 @@ def main(argv):
                                FLAGS.num_choices) if FLAGS.do_predict else None)
     if FLAGS.do_predict and not test_examples:
         raise InputError(f"RACE test ({', '.join(levels)}) holds no questions")
+    finetuning_cli.start_writing(directory, task, [
+        *(path for cache in caches.values() for path in cache.files()),
+        *race_prediction_files(FLAGS.output_dir)])
     for cache in caches.values():
         write_race_cache(cache, FLAGS.max_seq_length, FLAGS.max_qa_length, tokenizer)
     if "train" in caches:
@@ -132,12 +150,6 @@ def main(argv):
         task.eval_cache = caches["dev"].path
         task.eval_parts = tuple(caches["dev"].counts.items())
 
-    trainer = finetuning_cli.make_trainer(
-        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
-        warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate, optimizer="adamw",
-        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.num_keep_checkpoint)
     finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict:
         predict(task, trainer, tokenizer, init_checkpoint, test_examples)

@@ -35,7 +35,6 @@ from absl import flags, logging
 
 from albert import cli, finetuning_cli, io
 from albert.errors import InputError
-from albert.tokenization import load_tokenizer, require_special_tokens
 
 # --- the original's flags (the union of run_squad_v1.py and run_squad_v2.py) ---
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
@@ -89,6 +88,7 @@ flags.DEFINE_float("null_score_diff_threshold", None,
                    "v2.0: answer '' when a question's null score is at least this. Default: "
                    "tuned on --predict_file itself, as the original (an optimistic score).")
 finetuning_cli.define_runtime_flags()
+flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_integer("num_keep_checkpoint", 5,
                      "Checkpoints kept (0: all); an unevaluated one is never deleted.")
 flags.mark_flags_as_required(["spm_model_file", "output_dir"])
@@ -96,7 +96,25 @@ flags.mark_flags_as_required(["spm_model_file", "output_dir"])
 FLAGS = flags.FLAGS
 
 
+# Set by run_squad_v1.py / run_squad_v2.py, which are one version each, as the original's.
+FIXED_VERSION = {}
+
+
+def fix_version(version_2: bool, script: str) -> None:
+    """Makes --version_2_with_negative `version_2`, shown so in --helpfull; an explicit
+    contrary flag is refused (checked first)."""
+    flag = FLAGS["version_2_with_negative"]
+    FLAGS.set_default("version_2_with_negative", version_2)
+    flag.help = f"Fixed to {str(version_2).lower()} by {script} (run_squad.py takes either)."
+    FIXED_VERSION.update(version_2=version_2, script=script)
+
+
 def check_flags():
+    if FIXED_VERSION and FLAGS.version_2_with_negative != FIXED_VERSION["version_2"]:
+        version = "v2.0" if FIXED_VERSION["version_2"] else "v1.1"
+        raise InputError(f"{FIXED_VERSION['script']} runs SQuAD {version}: "
+                         f"--{'' if FLAGS.version_2_with_negative else 'no'}"
+                         "version_2_with_negative contradicts it (run_squad.py takes either)")
     if not (FLAGS.do_train or FLAGS.do_predict):
         raise InputError("At least one of --do_train or --do_predict must be set")
     if FLAGS.export_dir:
@@ -109,10 +127,8 @@ def check_flags():
     from albert.data.squad import check_lengths
 
     check_lengths(FLAGS.max_seq_length, FLAGS.max_query_length, FLAGS.doc_stride)
-    for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top",
-                 "train_batch_size", "predict_batch_size"):
-        if getattr(FLAGS, name) < 1:
-            raise InputError(f"--{name} must be at least 1, got {getattr(FLAGS, name)}")
+    finetuning_cli.check_at_least_one("n_best_size", "max_answer_length", "start_n_top",
+                                      "end_n_top", "train_batch_size", "predict_batch_size")
 
 
 def main(argv):
@@ -122,30 +138,36 @@ def main(argv):
     head = "squad_v2" if version_2 else "squad_v1"
     strategy, strategy_name = finetuning_cli.create_strategy()
     config = finetuning_cli.load_config(FLAGS.max_seq_length)
-    tokenizer = load_tokenizer(None, FLAGS.spm_model_file, FLAGS.do_lower_case)
-    require_special_tokens(tokenizer)
+    tokenizer = finetuning_cli.load_tokenizer(config, None, FLAGS.spm_model_file,
+                                              FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     weights = finetuning_cli.initial_weights(config, init_checkpoint, head, {},
                                              f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
 
     from albert.data import squad
-    from albert.evaluation import squad_metrics
+    from albert.data.feature_cache import tokenizer_settings
+    from albert.evaluation import squad_decoding, squad_metrics
     from albert.tasks.squad import SquadEvaluation, SquadTask
-    from albert.training.run_directory import RunDirectory
 
+    lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
     task = SquadTask(config=config, max_seq_length=FLAGS.max_seq_length, version_2=version_2,
                      start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
-                     head_dropout=FLAGS.dropout_prob, initial_weights=weights)
+                     head_dropout=FLAGS.dropout_prob, initial_weights=weights,
+                     settings={"task": head, "max_seq_length": FLAGS.max_seq_length,
+                               "doc_stride": FLAGS.doc_stride,
+                               "max_query_length": FLAGS.max_query_length,
+                               **tokenizer_settings(tokenizer)})
     # The run directory is checked before any feature file is written into it.
-    RunDirectory(FLAGS.output_dir).check_run_files(task.run_files())
-    lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
+    directory = finetuning_cli.check_output_dir(task)
     # Every input is read (and so checked) before any feature file is written.
-    train_cache, scorable = None, True
+    train_cache, scorable, write_predict_features = None, True, lambda: None
+    feature_files = []
     if FLAGS.train_file:
         train_cache = squad.plan_train_features(
             FLAGS.train_file, FLAGS.train_feature_file or io.join(FLAGS.output_dir,
                                                                   "train.tf_record"),
             tokenizer, *lengths)
+        feature_files += train_cache.files()
     if FLAGS.do_predict:
         dataset = squad.load_squad_json(FLAGS.predict_file)["data"]
         scorable = version_2 or squad_metrics.has_gold_answers(dataset)
@@ -153,12 +175,16 @@ def main(argv):
             raise InputError(f"{FLAGS.predict_file} has no answers to pick the best "
                              "checkpoint by; train with a dev file that has them")
         if not FLAGS.do_train:
-            check_something_to_predict_with(init_checkpoint)
-        predict = squad.prepare_predict_features(
-            FLAGS.predict_file,
+            finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+                                                           evaluates=scorable)
+        predict_files = (
             FLAGS.predict_feature_file or io.join(FLAGS.output_dir, "predict.tf_record"),
-            FLAGS.predict_feature_left_file or io.join(FLAGS.output_dir, "predict_left.json"),
-            tokenizer, *lengths)
+            FLAGS.predict_feature_left_file or io.join(FLAGS.output_dir, "predict_left.json"))
+        predict, write_predict_features = squad.plan_predict_features(
+            FLAGS.predict_file, *predict_files, tokenizer, *lengths)
+        feature_files += [*predict_files, *(io.join(FLAGS.output_dir, name) for name in (
+            squad_decoding.PREDICTIONS_FILE, squad_decoding.NBEST_FILE,
+            squad_decoding.NULL_ODDS_FILE))]
         task.evaluation = SquadEvaluation(
             predict, dataset, FLAGS.output_dir, FLAGS.n_best_size, FLAGS.max_answer_length,
             FLAGS.null_score_diff_threshold, bucket_v1=FLAGS.bucket_by_length)
@@ -166,9 +192,6 @@ def main(argv):
             logging.info("%s has no answers: predictions are written, not scored",
                          FLAGS.predict_file)
     questions = train_cache.counts["questions"] if train_cache else 0
-    if train_cache is not None and FLAGS.do_train:
-        squad.write_train_features(train_cache, tokenizer, *lengths)
-        task.train_cache, task.train_records = train_cache.path, train_cache.records
     # The original: steps from the questions (not the windows) of --train_file.
     train_step = int(questions / FLAGS.train_batch_size * FLAGS.num_train_epochs)
     if FLAGS.do_train and train_step < 1:
@@ -184,6 +207,11 @@ def main(argv):
         eval_batch_size=FLAGS.predict_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
+    finetuning_cli.start_writing(directory, task, feature_files)
+    if train_cache is not None and FLAGS.do_train:
+        squad.write_train_features(train_cache, tokenizer, *lengths)
+        task.train_cache, task.train_records = train_cache.path, train_cache.records
+    write_predict_features()
     if FLAGS.do_train:
         finetuning_cli.train_and_evaluate(trainer, True, task.evaluation is not None)
     elif task.evaluation is not None and trainer.checkpoints.steps():
@@ -191,18 +219,6 @@ def main(argv):
     if FLAGS.do_predict:
         task.evaluation = evaluation
         predict_with_best(task, trainer, init_checkpoint, head)
-
-
-def check_something_to_predict_with(init_checkpoint):
-    """A predict-only run needs checkpoints in --output_dir or a fine-tuned --init_checkpoint
-    (checked before any file is written)."""
-    directory = FLAGS.output_dir
-    has_checkpoints = io.isdir(directory) and any(
-        name.startswith("model.ckpt-") and name.endswith(".index")
-        for name in io.listdir(directory))
-    if not has_checkpoints and not init_checkpoint:
-        raise InputError(f"Nothing to predict with: no checkpoint in {directory} and no "
-                         "fine-tuned --init_checkpoint (train with --do_train first)")
 
 
 def predict_with_best(task, trainer, init_checkpoint, head):

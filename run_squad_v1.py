@@ -1,6 +1,13 @@
 """The original's run_squad_v1.py: run_squad.py for SQuAD v1.1 (same flags)."""
-import runpy, sys
+
+from absl import flags
+
+import run_squad
+from albert import cli
+
+# --help lists run_squad.py's flags, as they are this script's.
+flags.adopt_module_key_flags(run_squad)
 
 if __name__ == "__main__":
-    sys.argv.append("--noversion_2_with_negative")
-    runpy.run_module("run_squad", run_name="__main__", alter_sys=True)
+    run_squad.fix_version(False, "run_squad_v1.py")
+    cli.run(run_squad.main)

@@ -5,23 +5,26 @@ input) or an `OSError` (missing file, no permission) prints `ERROR: <message>`
 to stderr and exits with status 1, without a stack trace. Anything else is a
 bug and keeps its traceback.
 
+Ctrl-C ends with one line too, saying where the run stopped and that the same
+command goes on from there, and exit status 130.
+
 It also keeps TensorFlow's noise out of the scripts' output: the CUDA
 probe's "failed call to cuInit" error line on machines without a GPU
 driver, and the INFO lines of TensorFlow's internals (checkpoint-sharding
 timings, SavedModel notes).
 """
 
-import contextlib
 import logging
 import os
 import re
 import sys
-import tempfile
 
 from absl import app, flags
 
+from albert import interrupts
+from albert.native_logs import filtered_stderr
 from albert.config import AlbertConfig
-from albert.errors import AlbertError
+from albert.errors import AlbertError, RunInterrupted
 
 # Lines TensorFlow's C++ runtime prints while enumerating devices on a machine
 # without a usable GPU; they are not errors of the run.
@@ -43,27 +46,6 @@ class _DropTensorFlowInfo(logging.Filter):
         internal = f"{os.sep}tensorflow{os.sep}" in record.pathname or \
             f"{os.sep}keras{os.sep}" in record.pathname
         return record.levelno >= logging.WARNING or not internal
-
-
-@contextlib.contextmanager
-def filtered_stderr(noise):
-    """Captures file descriptor 2 (C++ logs) and replays every line that is not noise."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            kept = [line for line in capture.read().decode("utf-8", "replace").splitlines(True)
-                    if not noise.search(line)]
-            if kept:
-                sys.stderr.write("".join(kept))
-                sys.stderr.flush()
 
 
 def probe_tensorflow_devices() -> None:
@@ -117,4 +99,19 @@ def run(main):
             sys.exit(1)
 
     _drop_tensorflow_test_callbacks()
-    app.run(guarded_main)
+    interrupts.handle_ctrl_c()
+    try:
+        app.run(guarded_main)
+    except KeyboardInterrupt as interrupt:
+        report_interrupt(interrupt)
+
+
+# Files are written atomically, so a stop leaves complete files or none.
+STOPPED = "stopped; every file written so far is complete and the same command goes on from them"
+
+
+def report_interrupt(interrupt: KeyboardInterrupt) -> None:
+    """Ctrl-C: one line saying where the run stopped (a `RunInterrupted` knows), exit 130."""
+    print(f"Interrupted: {interrupt if isinstance(interrupt, RunInterrupted) else STOPPED}",
+          file=sys.stderr)
+    sys.exit(130)

@@ -24,3 +24,12 @@ class InputError(AlbertError, ValueError):
 
 class TrainingDivergedError(AlbertError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; the message says where it stopped and how it goes on.
+
+    Still a `KeyboardInterrupt`, so code that catches those keeps working;
+    the scripts print the message as one line and exit with status 130
+    (128 + SIGINT), as shells do for an interrupted command.
+    """

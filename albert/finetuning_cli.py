@@ -57,6 +57,10 @@ def define_runtime_flags() -> None:
                       "TPUs).")
     flags.DEFINE_bool("progress", True, "Show a progress bar.")
     cli.define_config_flags()
+    # Flags defined in other modules are listed by --help only when declared key flags; the
+    # scripts adopt this module's, so these are listed there too.
+    flags.adopt_module_key_flags(distribute)
+    flags.adopt_module_key_flags(cli)
 
 
 BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
@@ -100,6 +104,76 @@ def _hub_module_config():
     return carried
 
 
+def load_tokenizer(config, vocab_file: Optional[str], spm_model_file: Optional[str],
+                   do_lower_case: bool):
+    """--spm_model_file (or --vocab_file), checked against the model: the special symbols, and
+    no id beyond the config's vocab_size."""
+    from albert import tokenization
+
+    tokenizer = tokenization.load_tokenizer(vocab_file, spm_model_file, do_lower_case)
+    tokenization.require_special_tokens(tokenizer)
+    tokenization.require_vocabulary_within(tokenizer, config.vocab_size)
+    return tokenizer
+
+
+def check_at_least_one(*names: str) -> None:
+    """Flags that count something (batch sizes, steps) must be at least 1."""
+    for name in names:
+        value = getattr(FLAGS, name)
+        if value < 1:
+            raise InputError(f"--{name} must be at least 1, got {value}")
+
+
+def check_output_dir(task):
+    """The run directory, refused if it holds a run with other run files (other settings)."""
+    from albert.training.run_directory import RunDirectory
+
+    directory = RunDirectory(FLAGS.output_dir)
+    directory.check_run_files(task.run_files())
+    return directory
+
+
+def check_checkpoints_to_evaluate(output_dir: str) -> None:
+    """--do_eval without --do_train evaluates the run's checkpoints: there must be some."""
+    from albert.training.checkpointing import TrainingCheckpoints
+
+    if not TrainingCheckpoints(output_dir).steps():
+        raise InputError(f"No checkpoint to evaluate in {output_dir}: --do_eval without "
+                         "--do_train evaluates the checkpoints of an earlier training run there "
+                         "(an --init_checkpoint is not evaluated; --do_predict predicts with it)")
+
+
+def check_something_to_predict_with(output_dir: str, init_checkpoint: Optional[str],
+                                    evaluates: bool) -> None:
+    """A run that predicts without training needs model.ckpt-best, checkpoints this run
+    evaluates (`evaluates`) to make one, or a fine-tuned --init_checkpoint."""
+    from albert.training.checkpointing import TrainingCheckpoints
+
+    if init_checkpoint or io.exists(io.join(output_dir, "model.ckpt-best.index")):
+        return
+    if evaluates and TrainingCheckpoints(output_dir).steps():
+        return
+    raise InputError(f"Nothing to predict with: no checkpoint in {output_dir} and no fine-tuned "
+                     "--init_checkpoint (train with --do_train first)")
+
+
+def start_writing(directory, task, outputs) -> None:
+    """Called once every check has passed, before the run's first write.
+
+    Removes what runs killed outright left of this run's outputs (their
+    temporaries; a run still writing one keeps it), and records the run
+    files (config and settings), so a later run with other settings is
+    refused even when this one only evaluates or predicts.
+    """
+    from albert.training.run_directory import EVAL_JSON, EVAL_TXT
+
+    own = [directory.path(name) for name in (*task.run_files(), EVAL_JSON, EVAL_TXT)]
+    for path in [*own, *outputs]:
+        for stale in io.remove_stale_temporaries(path):
+            logging.info("Removed %s, left by a killed run", stale)
+    directory.write_run_files(task.run_files())
+
+
 def initial_weights(config, path: Optional[str], head: str, head_dims: dict,
                     what: str) -> Optional[dict]:
     """Weights to start fine-tuning from (--init_checkpoint), checked against the task's head.
@@ -125,9 +199,10 @@ def initial_weights(config, path: Optional[str], head: str, head_dims: dict,
 
 
 def prediction_weights(output_dir: str, init_checkpoint: Optional[str], config, head: str,
-                       head_dims: dict, trained: bool) -> Tuple[dict, str]:
+                       head_dims: dict, trained: bool,
+                       action: str = "Predicting") -> Tuple[dict, str]:
     """(weights, source) to predict with: model.ckpt-best of the run, or, when this run did
-    not train, a fine-tuned --init_checkpoint."""
+    not train, a fine-tuned --init_checkpoint. `action` names the use in the log."""
     best = io.join(output_dir, "model.ckpt-best")
     if io.exists(best + ".index"):
         source, checkpoint_format = best, "tf1"
@@ -138,7 +213,7 @@ def prediction_weights(output_dir: str, init_checkpoint: Optional[str], config, 
                          "(train with --do_eval first), and no fine-tuned --init_checkpoint")
     weights, _ = read_checkpoint(source, checkpoint_format, config, heads="required", head=head,
                                  head_dims=head_dims)
-    logging.info("Predicting with %s", source)
+    logging.info("%s with %s", action, source)
     return weights, source
 
 
@@ -180,4 +255,12 @@ def train_and_evaluate(trainer, do_train: bool, do_eval: bool) -> Optional[dict]
     if result:
         logging.info("Last evaluation: %s",
                      ", ".join(f"{k} = {v:.4f}" for k, v in sorted(result.items())))
+    elif do_eval:
+        # Nothing left to evaluate (a finished run): say what the journal holds.
+        best = trainer.directory.best()
+        if best:
+            metric = trainer.task.best_metric
+            logging.info("Every checkpoint in %s is evaluated; the best is step %d with %s = "
+                         "%.4f (all results in eval_results.txt)", trainer.config.output_dir,
+                         best["step"], metric, best[metric])
     return result

@@ -203,6 +203,33 @@ def read_json(path: str):
     return json.loads(read_text(path))
 
 
+def read_utf8(path: str) -> str:
+    """The text of a user's input file; one that is not UTF-8 is an `InputError` naming it."""
+    try:
+        return read_text(path)
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text: {error}") from None
+
+
+def split_lines(text: str) -> List[str]:
+    """`text` cut into lines at line feeds only (LF, or CR LF), as the original's readers cut files.
+
+    `str.splitlines()` also cuts at U+2028, U+2029, U+0085, form feeds,
+    vertical tabs and a lone CR, which real text fields contain: a row of a
+    TSV file, or a JSON line, would be broken in two. A final line feed does
+    not start an empty line.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_lines(path: str) -> List[str]:
+    """The lines of a UTF-8 input file, cut as `split_lines` does."""
+    return split_lines(read_utf8(path))
+
+
 def iter_lines(path: str) -> Iterator[str]:
     with open_file(path, "r") as handle:
         yield from handle

@@ -102,6 +102,10 @@ class FeatureCache:
         examples = read_examples()
         return cls(path, settings, 0, count(examples), examples)
 
+    def files(self):
+        """The files the cache consists of (the records and their settings)."""
+        return [self.path, self.path + SETTINGS_SUFFIX]
+
     def write(self, serialize: Callable[[object], bytes]) -> int:
         """Writes the cache (atomically) if it needs rebuilding; returns its record count.
 

@@ -6,7 +6,10 @@ CoLA's train and dev files, every text field, guid and string label passed
 through the tokenizer's `preprocess_text` (SentencePiece models; lower-casing
 with `do_lower_case`). A row with too few columns or an unknown label is an
 error naming the file and line; QQP's short rows are skipped, as the
-original does, and counted in the log.
+original does, and counted in the log. A row ends only at a line feed
+(`io.split_lines`), so separators inside text (U+2028, form feeds) stay in
+their field. An STS-B score that is not a finite number is an error; one
+outside 0-5 is counted in a warning.
 
 Feature conversion: pieces of A (and B); pairs are truncated by popping the
 last piece of the longer side (B on ties) until `len(A) + len(B) <=
@@ -16,9 +19,9 @@ zero-padded. Labels are indices into the task's label list; STS-B keeps the
 float score.
 """
 
-import csv
 import dataclasses
 import logging
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from albert import io
@@ -129,13 +132,18 @@ class InputExample:
 
 
 def _read_tsv(path: str) -> List[List[str]]:
+    """The rows of a TSV file as the original's reader saw them.
+
+    The original reads with `csv.reader(delimiter=TAB, quotechar=None)` on
+    the file's lines: with no quote character that is a split at tabs, and an
+    empty line is a row without columns. Split here directly, so a row ends
+    only at a line feed (`io.split_lines`) and a field has no length limit
+    (the csv module refuses fields over 131,072 characters). A lone CR inside
+    a field, which made the original's reader fail, stays in the field.
+    """
     if not io.exists(path):
         raise InputError(f"No such file: {path}")
-    try:
-        text = io.read_text(path)
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text: {error}") from None
-    return list(csv.reader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [line.split("\t") if line else [] for line in io.read_lines(path)]
 
 
 def read_examples(task: GlueTask, data_dir: str, split: str,
@@ -150,7 +158,7 @@ def read_examples(task: GlueTask, data_dir: str, split: str,
               if c is not None]
     # A label in the last column must be a column of its own.
     width = max(c for c in needed if c >= 0) + 1 + (split != "test" and columns.label == -1)
-    examples, skipped = [], 0
+    examples, skipped, outside = [], 0, []
     for row_index, row in enumerate(rows):
         if row_index == 0 and columns.header:
             continue
@@ -168,10 +176,9 @@ def read_examples(task: GlueTask, data_dir: str, split: str,
         if split == "test" or columns.label is None:
             label = task.placeholder if task.labels is not None else 0.0
         elif task.is_regression:
-            try:
-                label = float(row[columns.label])  # not preprocessed, as the original
-            except ValueError:
-                raise InputError(f"{line}: score {row[columns.label]!r} is not a number") from None
+            label = _score(row[columns.label], line)
+            if not SCORE_RANGE[0] <= label <= SCORE_RANGE[1]:
+                outside.append(line)
         else:
             label = preprocess(row[columns.label])
             if label not in task.labels:
@@ -179,7 +186,26 @@ def read_examples(task: GlueTask, data_dir: str, split: str,
         examples.append(InputExample(guid, text_a, text_b, label))
     if skipped:
         logger.info("%s: skipped %d rows with missing columns, as the original does", path, skipped)
+    if outside:
+        logger.warning("%s: %d scores outside %g-%g (first at %s); GLUE's similarity scores lie "
+                       "in that range", path, len(outside), *SCORE_RANGE, outside[0])
     return examples
+
+
+# STS-B's similarity scores: 0 (unrelated) to 5 (equivalent).
+SCORE_RANGE = (0.0, 5.0)
+
+
+def _score(text: str, line: str) -> float:
+    """A regression label (not preprocessed, as the original); NaN or infinity is refused
+    here, where the file and line are known, not by a diverging loss later."""
+    try:
+        score = float(text)
+    except ValueError:
+        raise InputError(f"{line}: score {text!r} is not a number") from None
+    if not math.isfinite(score):
+        raise InputError(f"{line}: score {text!r} is not a finite number")
+    return score
 
 
 @dataclasses.dataclass

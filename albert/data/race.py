@@ -88,10 +88,11 @@ def level_files(data_dir: str, split: str, level: str) -> List[str]:
 
 def _articles(path: str):
     """(where, JSON object) of each article in `path` (all.txt: one per line)."""
-    text = io.read_text(path)
+    text = io.read_utf8(path)
     if io.basename(path) == ALL_FILE:
+        # Lines end at line feeds only: U+2028 and the like are valid inside JSON strings.
         items = [(f"{path}:{number}", line) for number, line in
-                 enumerate(text.splitlines(), start=1) if line.strip()]
+                 enumerate(io.split_lines(text), start=1) if line.strip()]
     else:
         items = [(path, text)]
     for where, item in items:

@@ -38,7 +38,7 @@ import dataclasses
 import json
 import logging
 import random
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -587,6 +587,18 @@ def prepare_predict_features(predict_file: str, feature_file: str, left_file: st
     Existing files made with other settings (or by the original, which
     pickled the left file) are refused, never overwritten.
     """
+    predict, write = plan_predict_features(predict_file, feature_file, left_file, tokenizer,
+                                           max_seq_length, doc_stride, max_query_length)
+    write()
+    return predict
+
+
+def plan_predict_features(predict_file: str, feature_file: str, left_file: str, tokenizer,
+                          max_seq_length: int, doc_stride: int,
+                          max_query_length: int) -> Tuple[PredictFeatures, Callable[[], None]]:
+    """(windows, write): `prepare_predict_features` with the writing left to the caller, so a
+    script can finish every check before its first write. `write()` writes the two feature
+    files when they were made here (a no-op when they were read)."""
     settings = feature_settings("predict", predict_file, tokenizer, max_seq_length, doc_stride,
                                 max_query_length)
     examples = read_squad_examples(predict_file, is_training=False).examples
@@ -602,7 +614,8 @@ def prepare_predict_features(predict_file: str, feature_file: str, left_file: st
             raise InputError(f"{left_file} was made with other settings ({', '.join(differing)} "
                              "differ); delete it and its feature file, or name other files")
         logger.info("Reading prediction features from %s and %s", feature_file, left_file)
-        return PredictFeatures(examples, _read_predict_features(feature_file, left_file))
+        return (PredictFeatures(examples, _read_predict_features(feature_file, left_file)),
+                lambda: None)
     if have_features or have_left:
         present, missing = (feature_file, left_file) if have_features else (left_file,
                                                                             feature_file)
@@ -613,8 +626,8 @@ def prepare_predict_features(predict_file: str, feature_file: str, left_file: st
     if converter.mismatched:
         logger.warning("%d questions have no windows (MISMATCH); they get the empty prediction",
                        len(converter.mismatched))
-    write_predict_features(features, feature_file, left_file, settings, len(examples))
-    return PredictFeatures(examples, features)
+    return PredictFeatures(examples, features), lambda: write_predict_features(
+        features, feature_file, left_file, settings, len(examples))
 
 
 def _read_left_header(left_file: str) -> dict:
@@ -649,5 +662,5 @@ def write_predict_features(features: Sequence[SquadFeature], feature_file: str, 
 
 __all__ = ["SquadExample", "SquadFeature", "PredictFeatures",
            "align_context", "check_lengths", "doc_spans", "load_squad_json", "max_context_windows",
-           "plan_train_features", "prepare_predict_features", "read_squad_examples",
-           "write_train_features"]
+           "plan_predict_features", "plan_train_features", "prepare_predict_features",
+           "read_squad_examples", "write_train_features"]

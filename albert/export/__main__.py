@@ -45,6 +45,7 @@ flags.DEFINE_bool("tflite", False,
                   "Also write encoder.tflite (with --task, <task>.tflite): one example of "
                   "--seq_length tokens, built-in TFLite ops only.")
 cli.define_config_flags()
+flags.adopt_module_key_flags(cli)  # --help lists --allow_unknown_config_keys too
 flags.mark_flags_as_required(["init_checkpoint", "export_dir"])
 
 FLAGS = flags.FLAGS

@@ -37,6 +37,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert import io
+from albert.native_logs import TFLITE_CONVERTER_NOISE, filtered_stderr
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 CONFIG_ASSET = "albert_config.json"
@@ -302,7 +303,7 @@ def tflite_model(model, input_shape, output_names) -> bytes:
     signature takes `input_word_ids`, `input_mask`, `input_type_ids` and
     returns `output_names` (e.g. `pooled_output`, `sequence_output`; `logits`).
     """
-    with io.local_scratch_dir() as scratch:
+    with io.local_scratch_dir() as scratch, filtered_stderr(TFLITE_CONVERTER_NOISE):
         root = _StaticModel(model, input_shape, output_names)
         save(root, scratch, signatures={"serving_default": root.serve})
         converter = tf.lite.TFLiteConverter.from_saved_model(scratch)

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from albert.cli import report_interrupt
 from albert.errors import AlbertError
 
 
@@ -131,10 +132,8 @@ def main(argv=None) -> int:
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("ERROR: interrupted; run the same command again to continue where it stopped",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        report_interrupt(interrupt)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import sys
 from typing import Dict, List, Optional
 
 from albert import io
-from albert.errors import InputError
+from albert.errors import InputError, RunInterrupted
 from albert.paper.scales import Scale
 from albert.paper.tables import Cell, Table
 
@@ -39,6 +39,8 @@ MANIFEST = "reproduce.json"
 RESULT = "result.json"
 # Tasks of --glue_dir that fill a column of the paper's tables; others are reported beside them.
 PAPER_GLUE_TASKS = {"mnli": "MNLI", "sst-2": "SST-2"}
+# How long an interrupted step may take to stop on its own before it is killed.
+STEP_STOP_SECONDS = 60
 
 
 class StepFailed(InputError):
@@ -90,9 +92,21 @@ class Reproduction:
         if not self.execute:
             return
         print(f"\n$ {printable}", flush=True)
-        result = subprocess.run(command, cwd=REPO)
-        if result.returncode != 0:
-            raise StepFailed(f"This step failed (exit {result.returncode}); fix it and run the "
+        process = subprocess.Popen(command, cwd=REPO)
+        try:
+            returncode = process.wait()
+        except KeyboardInterrupt:
+            # A terminal's Ctrl-C reaches the step too: let it stop cleanly and say where
+            # (subprocess.run would kill it after a quarter of a second).
+            try:
+                process.wait(timeout=STEP_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            raise RunInterrupted(f"stopped during {shlex.quote(command[1])}; the same reproduce "
+                                 "command goes on from there (finished cells are kept)") from None
+        if returncode != 0:
+            raise StepFailed(f"This step failed (exit {returncode}); fix it and run the "
                              f"same reproduce command again to continue: {printable}")
 
     # ----------------------------------------------------------- the manifest

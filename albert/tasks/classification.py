@@ -105,10 +105,15 @@ def write_predictions(output_dir: str, glue_task: GlueTask, guids: List[str],
         labels = [glue_task.labels[int(index)] for index in predictions]
     submission = "index\tprediction\n" + "".join(
         f"{guid}\t{label}\n" for guid, label in zip(guids, labels))
-    written = []
-    for name, text in (("test_results.tsv", results), ("submit_results.tsv", submission),
-                       (glue_task.server_file, submission)):
-        path = io.join(output_dir, name)
+    written = prediction_files(output_dir, glue_task)
+    for path, text in zip(written, (results, submission, submission)):
         io.write_text_atomically(path, text)
-        written.append(path)
     return written
+
+
+def prediction_files(output_dir: str, glue_task: GlueTask) -> List[str]:
+    """test_results.tsv, submit_results.tsv and the GLUE server's file, in `output_dir`."""
+    from albert import io
+
+    return [io.join(output_dir, name)
+            for name in ("test_results.tsv", "submit_results.tsv", glue_task.server_file)]

@@ -26,11 +26,14 @@ from typing import ClassVar, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from albert import io
 from albert.checkpoints import ALBERT_CONFIG_FILE
 from albert.config import AlbertConfig
 from albert.data.streams import RecordSource
 from albert.training.inputs import TaskInput
 from albert.training.loop import Task
+
+RUN_SETTINGS_FILE = "run_settings.json"
 
 TOKEN_FEATURES = {"input_ids": "input_word_ids", "input_mask": "input_mask",
                   "segment_ids": "input_type_ids"}
@@ -196,6 +199,10 @@ class FineTuningTask(Task):
       head_dropout: the head's dropout (the original: 0.1).
       initial_weights: canonical weights to start from (None: random); with
         the task's head, or the encoder only.
+      settings: what shapes the features and so every checkpoint and
+        prediction of the run (task, lengths, tokenizer); recorded in
+        `run_settings.json`, and a later run into the directory with other
+        settings is refused instead of overwriting its predictions.
     """
 
     config: AlbertConfig
@@ -205,6 +212,7 @@ class FineTuningTask(Task):
     eval_cache: Optional[str] = None
     head_dropout: float = 0.1
     initial_weights: Optional[dict] = dataclasses.field(default=None, repr=False)
+    settings: dict = dataclasses.field(default_factory=dict)
     loss_names: tuple = ("loss",)
     #: eval_results.txt as the original fine-tuning scripts write it
     eval_text_layout: ClassVar[str] = "finetuning"
@@ -229,7 +237,10 @@ class FineTuningTask(Task):
         self.initial_weights = None
 
     def run_files(self):
-        return {ALBERT_CONFIG_FILE: self.config.to_json_string()}
+        files = {ALBERT_CONFIG_FILE: self.config.to_json_string()}
+        if self.settings:
+            files[RUN_SETTINGS_FILE] = io.json_text(self.settings)
+        return files
 
     def train_input(self) -> TaskInput:
         return TaskInput(RecordSource((self.train_cache,), (self.train_records,)), self.parser(),

@@ -99,9 +99,12 @@ def write_race_predictions(output_dir: str, examples: Sequence[RaceExample], log
                                letters[int(row.argmax())], *(str(float(p)) for p in row)]))
     results = ["***** Predict results *****", *(f"{key} = {value}" for key, value in
                                                 sorted(metrics.items())), f"best = {best}"]
-    written = []
-    for name, lines in ((PREDICT_RESULTS_FILE, results), (PREDICTIONS_FILE, rows)):
-        path = io.join(output_dir, name)
+    written = race_prediction_files(output_dir)
+    for path, lines in zip(written, (results, rows)):
         io.write_text_atomically(path, "\n".join(lines) + "\n")
-        written.append(path)
     return written
+
+
+def race_prediction_files(output_dir: str) -> List[str]:
+    """predict_results.txt and predictions.tsv, in `output_dir`."""
+    return [io.join(output_dir, name) for name in (PREDICT_RESULTS_FILE, PREDICTIONS_FILE)]

@@ -35,6 +35,19 @@ def require_special_tokens(tokenizer) -> None:
                          "(train SentencePiece models with python -m albert.tokenization train)")
 
 
+def require_vocabulary_within(tokenizer, vocab_size: int) -> None:
+    """Raises InputError when the tokenizer makes ids the model has no embedding for.
+
+    Checked before anything is written: otherwise the first training batch
+    holding such an id fails deep inside TensorFlow.
+    """
+    if tokenizer.vocab_size > vocab_size:
+        source = getattr(tokenizer, "model_file", None) or getattr(tokenizer, "vocab_file", "")
+        raise InputError(f"{source} has {tokenizer.vocab_size} pieces, more than the config's "
+                         f"vocab_size={vocab_size}: ids from {vocab_size} up have no embedding "
+                         "(use the config and vocabulary of the same pretrained model)")
+
+
 __all__ = [
     "DIGIT_COMMA_RULES",
     "SentencePieceTokenizer",
@@ -42,5 +55,6 @@ __all__ = [
     "is_start_piece",
     "load_tokenizer",
     "require_special_tokens",
+    "require_vocabulary_within",
     "preprocess_text",
 ]

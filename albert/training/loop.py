@@ -17,7 +17,9 @@ the rest, the same way for every task:
 * evaluation of every checkpoint exactly once, even across kills,
   `model.ckpt-best` by the task's metric, `eval_results.json` /
   `eval_results.txt`;
-* TensorBoard summaries and `train_log.jsonl`, a progress bar;
+* TensorBoard summaries and `train_log.jsonl`, a progress bar (log lines
+  when stderr is not a terminal); Ctrl-C ends a run with a `RunInterrupted`
+  saying at which step it stopped and which checkpoint it resumes from;
 * nothing is written before every check has passed (inputs, resume
   compatibility, run files, locks); a NaN or infinite loss stops the run and
   keeps the last checkpoint; a TensorFlow error during the run (corrupt
@@ -35,7 +37,8 @@ from typing import Dict, Optional
 import keras
 import tensorflow as tf
 
-from albert.errors import AlbertError, InputError, TrainingDivergedError
+from albert import interrupts
+from albert.errors import AlbertError, InputError, RunInterrupted, TrainingDivergedError
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.diagnostics import Diagnostics
 from albert.training.distribute import worker_info
@@ -196,6 +199,7 @@ class Trainer:
         self.directory = RunDirectory(config.output_dir, self.worker.is_chief)
         self.model = self.optimizer = None
         self._diagnostics = {}
+        self._step = 0  # the last step trained (for the message of an interrupted run)
 
     # -------------------------------------------------------------- set-up
     def _diagnostics_for(self, training: bool) -> Diagnostics:
@@ -274,6 +278,7 @@ class Trainer:
         config = self.config
         model, optimizer = self._build()
         step = self._start(model, optimizer, ("train", "eval") if do_eval else ("train",))
+        self._step = step or 0
         try:
             if step is not None:
                 self.checkpoints.restore(step, model, optimizer)
@@ -287,6 +292,8 @@ class Trainer:
                 logger.info("Already trained to step %d", step)
                 return last_eval
             return self._train_from(step, model, optimizer, do_eval) or last_eval
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
         finally:
             self.directory.unlock()
 
@@ -303,6 +310,16 @@ class Trainer:
             with _run_errors(step, task_input):  # the checks may read the records first
                 diagnostics = self._diagnostics_for(training=True)
         progress = self._progress(step)
+        try:
+            return self._train_steps(step, model, optimizer, do_eval, train_steps, task_input,
+                                     diagnostics, progress)
+        finally:
+            if progress is not None:
+                progress.close()
+
+    def _train_steps(self, step, model, optimizer, do_eval, train_steps, task_input, diagnostics,
+                     progress):
+        config = self.config
         last_eval = None
         while step < config.num_train_steps:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
@@ -330,10 +347,12 @@ class Trainer:
                 self.directory.record_findings([finding.as_dict() for finding in findings])
             self.directory.log_steps(records)
             step += count
+            self._step = step
+            interrupts.raise_if_requested()
             if progress is not None:
-                progress.update(count)
                 progress.set_postfix(loss=f"{records[-1]['loss']:.4f}",
                                      lr=f"{records[-1]['learning_rate']:.2e}", refresh=False)
+                progress.update(count)
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 global_step = int(optimizer.iterations.numpy())
                 if global_step != step:
@@ -342,8 +361,6 @@ class Trainer:
                 if do_eval and self.worker.is_chief:
                     last_eval = self.evaluate_and_track(step, model)
                 self.checkpoints.prune(self._unevaluated() if do_eval else ())
-        if progress is not None:
-            progress.close()
         return last_eval
 
     def _unevaluated(self):
@@ -353,10 +370,16 @@ class Trainer:
     def _progress(self, step):
         if not (self.config.show_progress and self.worker.is_chief):
             return None
-        from tqdm import tqdm
+        from albert.training.progress import training_progress
 
-        return tqdm(total=self.config.num_train_steps, initial=step, unit="step",
-                    desc="training", mininterval=1.0, dynamic_ncols=True)
+        return training_progress(self.config.num_train_steps, step)
+
+    def _interrupted(self) -> RunInterrupted:
+        """Ctrl-C: where the run stopped, and where the same command goes on from."""
+        latest = self.checkpoints.latest_step()
+        goes_on = ("the same command starts again" if latest is None else
+                   f"the same command resumes from {self.checkpoints.prefix(latest)}")
+        return RunInterrupted(f"stopped at step {self._step}; {goes_on}")
 
     # ---------------------------------------------------------- evaluation
     def evaluate(self, model) -> Optional[dict]:
@@ -406,6 +429,7 @@ class Trainer:
         for step in pending:
             self.checkpoints.restore(step, model, optimizer)
             last = self.evaluate_and_track(step, model)
+            interrupts.raise_if_requested()
         if pending and pending[-1] != self.checkpoints.latest_step():
             self.checkpoints.restore(self.checkpoints.latest_step(), model, optimizer)
         return last
@@ -418,6 +442,9 @@ class Trainer:
         self._start(model, optimizer, ("eval",))
         try:
             return self._evaluate_pending(model, optimizer)
+        except KeyboardInterrupt:
+            raise RunInterrupted("stopped while evaluating; the same command evaluates the "
+                                 "checkpoints not evaluated yet") from None
         finally:
             self.directory.unlock()
 

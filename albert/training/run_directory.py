@@ -95,11 +95,12 @@ class RunDirectory:
             path = self.path(name)
             if not io.exists(path):
                 continue
-            existing = io.read_text(path)
-            if _as_json(existing) != _as_json(text):
+            existing, wanted = _as_json(io.read_text(path)), _as_json(text)
+            if existing != wanted:
                 raise InputError(
-                    f"{self.output_dir} holds a run with another {name}; resume it with the same "
-                    "settings, or use a new --output_dir")
+                    f"{self.output_dir} holds a run with another {name}"
+                    f"{_differences(existing, wanted)}; resume it with the same settings, or use "
+                    "a new --output_dir")
 
     def write_run_files(self, files: Dict[str, str]) -> None:
         if not self.is_chief:
@@ -245,3 +246,13 @@ def _as_json(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def _differences(existing, wanted) -> str:
+    """" (key: there → here, ...)" for two JSON objects; "" otherwise."""
+    if not (isinstance(existing, dict) and isinstance(wanted, dict)):
+        return ""
+    keys = sorted(key for key in set(existing) | set(wanted)
+                  if existing.get(key) != wanted.get(key))
+    return " (" + ", ".join(f"{key}: {existing.get(key)!r} there, {wanted.get(key)!r} here"
+                            for key in keys) + ")"

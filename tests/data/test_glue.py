@@ -162,3 +162,74 @@ def test_a_cache_is_reused_only_with_the_same_settings(tmp_path, glue_dir, synth
     settings = json.loads((tmp_path / "sst-2_train.tf_record.settings.json").read_text())
     assert settings["max_seq_length"] == 48 and settings["do_lower_case"] is False
     assert settings["records"] == 3 and len(settings["tokenizer_sha256"]) == 64
+
+
+# Characters str.splitlines() cuts at besides "\n", "\r\n" and "\r"; all occur in real text.
+SEPARATORS = "\u2028\u2029\u0085\x0c\x0b\x1c\x1d\x1e"
+
+
+@pytest.mark.parametrize("task_name", ["qqp", "rte", "sst-2"])
+def test_a_row_ends_only_at_a_line_feed(tmp_path, task_name):
+    """Text fields keep the separators str.splitlines() cuts at; CRLF files read as LF files."""
+    glue = write_glue(str(tmp_path))
+    task = TASKS[task_name]
+    path = tmp_path / task.directory / "train.tsv"
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").split("\n")[:-1]]
+    expected = [e.text_a for e in read_examples(task, glue, "train")]
+    text_column = task.labeled.text_a
+    for row in rows[1:]:
+        if len(row) > text_column:
+            row[text_column] = SEPARATORS.join(row[text_column].split(" ", 2))
+    path.write_bytes("".join("\t".join(row) + "\r\n" for row in rows).encode("utf-8"))
+    examples = read_examples(task, glue, "train")
+    assert len(examples) == len(expected)   # no row dropped (QQP) or refused (others)
+    assert [e.text_a.replace(SEPARATORS, " ") for e in examples] == expected
+    assert all(SEPARATORS in e.text_a for e in examples)
+    assert not any(e.text_a.endswith("\r") or str(e.label).endswith("\r") for e in examples)
+
+
+def test_a_bad_row_after_a_separator_is_named_by_its_line(tmp_path):
+    glue = write_glue(str(tmp_path))
+    path = tmp_path / "RTE" / "train.tsv"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace(" ", "\u2028", 1)
+    path.write_text("\n".join(lines + ["7\tonly two"]) + "\n")
+    with pytest.raises(InputError, match=r"RTE/train.tsv:3: 2 columns"):
+        read_examples(TASKS["rte"], glue, "train")
+
+
+def test_a_field_longer_than_the_csv_module_allows_is_read(tmp_path):
+    glue = write_glue(str(tmp_path))
+    long_text = "word " * 40000   # 200,000 characters; the csv module stops at 131,072
+    (tmp_path / "SST-2" / "train.tsv").write_text(f"sentence\tlabel\n{long_text}\t1\n")
+    [example] = read_examples(TASKS["sst-2"], glue, "train")
+    assert example.text_a == long_text and example.label == "1"
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-inf", "1e999"])
+def test_a_score_that_is_not_finite_names_the_file_and_line(tmp_path, score):
+    glue = write_glue(str(tmp_path))
+    path = tmp_path / "STS-B" / "dev.tsv"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].rsplit("\t", 1)[0] + "\t" + score
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=f"STS-B/dev.tsv:3: score '{score}' is not a finite"):
+        read_examples(TASKS["sts-b"], glue, "dev")
+
+
+def test_scores_outside_0_to_5_are_read_with_a_warning(tmp_path, caplog):
+    glue = write_glue(str(tmp_path))
+    path = tmp_path / "STS-B" / "train.tsv"
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].rsplit("\t", 1)[0] + "\t7.5"
+    lines[2] = lines[2].rsplit("\t", 1)[0] + "\t-0.5"
+    path.write_text("\n".join(lines) + "\n")
+    with caplog.at_level("WARNING", logger="albert"):
+        examples = read_examples(TASKS["sts-b"], glue, "train")
+    assert [e.label for e in examples] == [7.5, -0.5]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "2 scores outside 0-5" in warning and "STS-B/train.tsv:2" in warning
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="albert"):
+        read_examples(TASKS["sts-b"], write_glue(str(tmp_path / "clean")), "train")
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

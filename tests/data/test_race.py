@@ -171,3 +171,28 @@ def test_the_cache_is_rebuilt_with_other_settings_and_counts_levels(tmp_path, sy
               for r in tf.data.TFRecordDataset(cache_path)]
     assert all(len(v) == 4 * 32 for v in values)
     assert np.array(values).shape == (2, 128)
+
+
+def test_an_all_txt_line_ends_only_at_a_line_feed(tmp_path):
+    """JSON strings may hold U+2028, U+2029, U+0085 and form feeds; CRLF files read as LF."""
+    article = json.loads(json.dumps(MIDDLE[0]))
+    article["article"] = article["article"].replace(" ", "\u2028\u2029\u0085\x0c", 3)
+    path = os.path.join(str(tmp_path), "RACE", "dev", "middle", "all.txt")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "wb") as handle:
+        handle.write("".join(json.dumps(a, ensure_ascii=False) + "\r\n"
+                             for a in (article, MIDDLE[1])).encode("utf-8") + b"{not json\r\n")
+    with pytest.raises(InputError, match=f"^{path}:3: not valid JSON"):
+        read_race(str(tmp_path), "dev", ("middle",))
+    write_articles(path, [article, MIDDLE[1]])
+    examples = read_race(str(tmp_path), "dev", ("middle",))
+    assert len(examples) == 3 and "\u2028\u2029\u0085\x0c" in examples[0].context
+
+
+def test_a_file_that_is_not_utf8_is_one_error_naming_it(tmp_path):
+    path = os.path.join(str(tmp_path), "RACE", "dev", "middle", "all.txt")
+    write_articles(path, [MIDDLE[0]])
+    with open(path, "ab") as handle:
+        handle.write(b'{"article": "caf\xe9"}\n')
+    with pytest.raises(InputError, match="all.txt is not UTF-8 text"):
+        read_race(str(tmp_path), "dev", ("middle",))

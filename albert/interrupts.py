@@ -1,0 +1,33 @@
+"""Ctrl-C that is never lost in the training loop.
+
+Python turns SIGINT into a `KeyboardInterrupt` raised wherever the main
+thread is. If that is inside a finalizer (`__del__` of one of TensorFlow's
+many objects, run by the garbage collector), Python prints "Exception
+ignored" and drops it: the run goes on as if nothing happened. The scripts
+install `handle_ctrl_c`, which also remembers the request, and the training
+loop calls `raise_if_requested` between steps, so a dropped interrupt still
+stops the run at the next step.
+"""
+
+import signal
+
+_requested = False
+
+
+def _on_sigint(signum, frame):
+    global _requested
+    _requested = True
+    raise KeyboardInterrupt
+
+
+def handle_ctrl_c() -> None:
+    """Installs the remembering SIGINT handler (main thread only; a process whose SIGINT
+    is ignored, e.g. started in the background by a shell, keeps ignoring it)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def raise_if_requested() -> None:
+    """Raises the `KeyboardInterrupt` of a Ctrl-C that was dropped on its way."""
+    if _requested:
+        raise KeyboardInterrupt
