@@ -47,12 +47,28 @@ RUNS = {
     "adamw-0.001-warmup0.3": {"optimizer": "adamw", "learning_rate": 0.001, "warmup_fraction": 0.3},
     "adamw-0.001-L2": {"optimizer": "adamw", "learning_rate": 0.001,
                        "model": {"num_hidden_layers": 2}},
+    # Batch size at a fixed number of examples (steps scale inversely), LAMB's rate by the
+    # square-root rule from 0.01 at batch 64.
+    "lamb-0.014-batch128": {"optimizer": "lamb", "learning_rate": 0.014,
+                            "train_batch_size": 128, "num_train_steps": "half"},
+    "lamb-0.007-batch32": {"optimizer": "lamb", "learning_rate": 0.007,
+                           "train_batch_size": 32, "num_train_steps": "double"},
+    "lamb-0.01-warmup0.02": {"optimizer": "lamb", "learning_rate": 0.01, "warmup_fraction": 0.02},
+    "lamb-0.01-warmup0.3": {"optimizer": "lamb", "learning_rate": 0.01, "warmup_fraction": 0.3},
+    "lamb-0.01-H256": {"optimizer": "lamb", "learning_rate": 0.01,
+                       "model": {"hidden_size": 256, "intermediate_size": 1024}},
+    "lamb-0.01-L2": {"optimizer": "lamb", "learning_rate": 0.01, "model": {"num_hidden_layers": 2}},
+    "lamb-0.01-E128": {"optimizer": "lamb", "learning_rate": 0.01, "model": {"embedding_size": 128}},
 }
+
+STEP_SCALES = {"half": 0.5, "double": 2.0}
 
 
 def run_flags(settings, steps, batch):
     flags = {"train_batch_size": batch, "num_train_steps": steps}
     flags.update({k: v for k, v in settings.items() if k not in ("model", "warmup_fraction")})
+    if flags["num_train_steps"] in STEP_SCALES:  # the same number of examples at another batch
+        flags["num_train_steps"] = int(steps * STEP_SCALES[flags["num_train_steps"]])
     flags["num_warmup_steps"] = int(settings.get("warmup_fraction", 0.1) * flags["num_train_steps"])
     return flags
 
