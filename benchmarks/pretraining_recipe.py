@@ -59,6 +59,16 @@ RUNS = {
                        "model": {"hidden_size": 256, "intermediate_size": 1024}},
     "lamb-0.01-L2": {"optimizer": "lamb", "learning_rate": 0.01, "model": {"num_hidden_layers": 2}},
     "lamb-0.01-E128": {"optimizer": "lamb", "learning_rate": 0.01, "model": {"embedding_size": 128}},
+    # The paper runner's `tiny` shape (ALBERT-base widths / 8, depth / 2: H=96, E=16, 6 layers,
+    # 12 heads of 8, dropout 0.1) on the same records.
+    "lamb-0.01-tiny-shape": {"optimizer": "lamb", "learning_rate": 0.01,
+                             "model": {"hidden_size": 96, "embedding_size": 16,
+                                       "intermediate_size": 384, "num_hidden_layers": 6,
+                                       "num_attention_heads": 12, "hidden_dropout_prob": 0.1,
+                                       "attention_probs_dropout_prob": 0.1}},
+    # Speed, not recipe: does bfloat16 (where the CPU has it natively) learn like float32?
+    "lamb-0.01-bf16": {"optimizer": "lamb", "learning_rate": 0.01,
+                       "mixed_precision": "mixed_bfloat16"},
 }
 
 STEP_SCALES = {"half": 0.5, "double": 2.0}
@@ -153,6 +163,27 @@ def plot(results, path):
     figure.savefig(path, dpi=110)
 
 
+def summary_rows(results):
+    """Per run: when it left the plateau, and where it ended (the table of docs/pretraining.md)."""
+    rows = []
+    for name, result in results.items():
+        # The first step from which the training loss stays more than 0.1 nats below unigram.
+        left = None
+        for row in result["train"]:
+            below = row["minus_unigram"] is not None and row["minus_unigram"] < -0.1
+            left = (left or row) if below else None
+        last = result["heldout"][-1]
+        rows.append({"run": name, "left_plateau_at_step": left and left["step"],
+                     "left_plateau_at_seconds": left and round(left["seconds"]),
+                     "step": last["step"], "seconds": round(last["seconds"] or 0),
+                     "heldout_masked_lm_loss": round(last["masked_lm_loss"], 3),
+                     "heldout_masked_lm_accuracy": round(last["masked_lm_accuracy"], 3),
+                     "heldout_sentence_order_accuracy": round(last["sentence_order_accuracy"], 3),
+                     "best_heldout_sentence_order_accuracy": round(
+                         max(h["sentence_order_accuracy"] for h in result["heldout"]), 3)})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -178,7 +209,8 @@ def main():
                 results[done] = curves(done, directory, args.batch)
         with open(results_path, "w", encoding="utf-8") as handle:
             json.dump({"command": " ".join(sys.argv), "base_model": DEMO_MODEL,
-                       "steps": args.steps, "batch": args.batch, "runs": results}, handle, indent=1)
+                       "steps": args.steps, "batch": args.batch,
+                       "summary": summary_rows(results), "runs": results}, handle, indent=1)
         plot(results, os.path.join(args.output_dir, "recipe.png"))
 
 

@@ -43,6 +43,10 @@ class Scale:
     finetuning_batch_size: int = 16
     finetuning_learning_rate: float = 1e-4
     runs_by_default: bool = True
+    # None: the paper's. A small CPU model learns faster with fewer, wider attention heads
+    # and without dropout (docs/pretraining.md); no table varies either.
+    num_attention_heads: Optional[int] = None
+    dropout: Optional[float] = None
 
     def config(self, paper_config: AlbertConfig) -> AlbertConfig:
         """The paper's configuration shrunk to this scale."""
@@ -54,6 +58,10 @@ class Scale:
         if values["num_hidden_groups"] == layers:  # not-shared: one group per layer
             values["num_hidden_groups"] = values["num_hidden_layers"]
         values["vocab_size"] = self.vocab_size
+        if self.num_attention_heads is not None:
+            values["num_attention_heads"] = self.num_attention_heads
+        if self.dropout is not None:
+            values["hidden_dropout_prob"] = values["attention_probs_dropout_prob"] = self.dropout
         values["max_position_embeddings"] = max(self.max_seq_length, 512 // self.width_divisor)
         return AlbertConfig.from_dict(values, allow_unknown_keys=True)
 
