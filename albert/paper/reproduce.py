@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 
 from albert import io
 from albert.errors import InputError, RunInterrupted
-from albert.paper.scales import Scale
+from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
 
 logger = logging.getLogger("albert")
@@ -112,7 +112,7 @@ class Reproduction:
     # ----------------------------------------------------------- the manifest
     def check_manifest(self) -> None:
         """One scale and one corpus per output directory: mixing them would mix the table."""
-        wanted = {"scale": dataclasses.asdict(self.scale), "corpus": self.corpus,
+        wanted = {"scale": scale_settings(self.scale), "corpus": self.corpus,
                   "heldout": self.heldout, "spm_model_file": self.spm_model_file}
         path = self.path(MANIFEST)
         if io.exists(path):
@@ -194,7 +194,7 @@ class Reproduction:
         return {"run_name": cell.run_name, "albert_config": config.to_dict(),
                 "sentence_task": cell.sentence_task,
                 "warm_start_from": cell.warm_start_from.run_name if cell.warm_start_from else None,
-                "scale": dataclasses.asdict(self.scale)}
+                "scale": scale_settings(self.scale)}
 
     def pretraining_command(self, cell: Cell) -> List[str]:
         scale, run_dir = self.scale, self.run_dir(cell)

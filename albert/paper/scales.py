@@ -104,3 +104,14 @@ SCALES: Dict[str, Scale] = {scale.name: scale for scale in (
           save_checkpoints_steps=5000, eval_batch_size=64, finetuning_steps=None,
           runs_by_default=False),
 )}
+
+
+def scale_settings(scale: Scale) -> dict:
+    """The scale as recorded in a cell's settings.json (unset optional overrides are left out,
+    so directories started before they existed still match)."""
+    values = dataclasses.asdict(scale)
+    for key in ("num_attention_heads", "dropout"):
+        if values[key] is None:
+            del values[key]
+    return values
+
