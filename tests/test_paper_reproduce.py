@@ -206,6 +206,9 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "| SOP | paper | 12M | 54.0 | 78.9 | 86.5 | 89.3/82.3 |" in markdown
     assert "| SOP | ours |" in markdown and "![Table 5](table5.png)" in markdown
     assert "Chance on our held-out sets" in markdown and "not the GLUE tasks" not in markdown
+    for row in report["rows"]:  # sentence accuracies against each set's majority share
+        assert set(row["above_chance"]) == {"NSP acc", "SOP acc"}
+        assert f"{row['cell']}: above chance by NSP acc " in markdown
     with open(output / "table5.png", "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 

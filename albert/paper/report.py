@@ -12,7 +12,8 @@ import os
 from typing import Dict, List, Optional
 
 from albert import io
-from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction, majority_label_share
+from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, sentence_label_counts
+from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
 from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
 
 NO_DATA = "no data"
@@ -71,6 +72,7 @@ def run_findings(run_dir: str, intrinsic: dict) -> List[str]:
 def build_report(table: Table, cells: List[Cell], results: List[dict],
                  reproduction: Reproduction, demo_glue: bool) -> dict:
     columns = ["params", *INTRINSIC_COLUMNS, *DOWNSTREAM_COLUMNS, *extra_columns(results)]
+    counts = heldout_label_counts(reproduction)
     rows = []
     for cell, result in zip(cells, results):
         paper = dict(cell.paper, params=cell.paper_params or "")
@@ -79,6 +81,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
                      "paper": {column: paper.get(column, "–") for column in columns},
                      "ours": our_values(result), "intrinsic": result["intrinsic"],
                      "downstream": result["downstream"], "commands": result["commands"],
+                     "above_chance": chance_margins(result["intrinsic"], counts),
                      "findings": run_findings(reproduction.run_dir(cell), result["intrinsic"])})
     notes = [f"Ours: scale `{reproduction.scale.name}` ({describe_scale(reproduction)}); "
              "the paper: BookCorpus + Wikipedia, batch 4096, sequence length 512, 125,000 steps.",
@@ -86,21 +89,43 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
              "held-out next-sentence set, both made from the held-out text with "
              "create_pretraining_data.py; the paper's intrinsic columns come from SQuAD and RACE "
              "dev text.",
-             _chance_note(reproduction),
+             _chance_note(counts),
              "SQuAD and RACE columns need their data (not available offline); Avg needs all five "
              "tasks."]
     if demo_glue:
         notes.append(DEMO_NOTE)
+    notes += [_margin_note(row) for row in rows if row["above_chance"]]
     notes += [f"{row['cell']}: {'; '.join(row['findings'])}." for row in rows if row["findings"]]
     return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
             "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
             "notes": notes, "commands": {"data": _data_commands(reproduction)}}
 
 
-def _chance_note(reproduction: Reproduction) -> str:
-    nsp, sop = (majority_label_share(reproduction.records("heldout", kind)) for kind in ("NSP", "SOP"))
+def heldout_label_counts(reproduction: Reproduction) -> dict:
+    """{"NSP acc": counts of the next-sentence set, "SOP acc": of the sentence-order set}."""
+    return {f"{kind} acc": sentence_label_counts(reproduction.records("heldout", kind))
+            for kind in ("NSP", "SOP")}
+
+
+def chance_margins(intrinsic: dict, counts: dict) -> Dict[str, float]:
+    """Standard errors by which each sentence accuracy lies above its set's majority share."""
+    return {column: round(counts[column].margin(intrinsic[column]), 1)
+            for column in counts if intrinsic.get(column) is not None}
+
+
+def _chance_note(counts: dict) -> str:
+    nsp, sop = counts["NSP acc"], counts["SOP acc"]
     return ("Chance on our held-out sets (always answering the commoner label): NSP "
-            f"{_percent(nsp)}, SOP {_percent(sop)}.")
+            f"{_percent(nsp.majority_share)} of {nsp.total:,} pairs, SOP "
+            f"{_percent(sop.majority_share)} of {sop.total:,} pairs; one standard error is about "
+            f"{100 * 0.5 / nsp.total ** 0.5:.1f} and {100 * 0.5 / sop.total ** 0.5:.1f} points. "
+            "Each row's note gives its sentence accuracies in standard errors above chance; "
+            f"{ABOVE_CHANCE_STANDARD_ERRORS:g} or more counts as above chance.")
+
+
+def _margin_note(row: dict) -> str:
+    parts = [f"{column} {margin:+.1f} SE" for column, margin in row["above_chance"].items()]
+    return f"{row['cell']}: above chance by {', '.join(parts)}."
 
 
 def describe_scale(reproduction: Reproduction) -> str:

@@ -357,16 +357,3 @@ def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) 
     metrics = task.evaluate(model, settings)
     metrics["examples"] = contract.total_records
     return metrics
-
-
-def majority_label_share(records: str) -> float:
-    """Accuracy of always answering the commoner sentence label: chance on this set."""
-    import tensorflow as tf
-
-    spec = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
-    ones = total = 0
-    for batch in tf.data.TFRecordDataset(records).batch(4096):
-        labels = tf.io.parse_example(batch, spec)["next_sentence_labels"]
-        ones += int(tf.reduce_sum(labels))
-        total += int(tf.size(labels))
-    return max(ones, total - ones) / total if total else float("nan")

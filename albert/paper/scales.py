@@ -43,10 +43,9 @@ class Scale:
     finetuning_batch_size: int = 16
     finetuning_learning_rate: float = 1e-4
     runs_by_default: bool = True
-    # None: the paper's. A small CPU model learns faster with fewer, wider attention heads
-    # and without dropout (docs/pretraining.md); no table varies either.
+    # None: the paper's. At a small width, fewer and wider attention heads compute faster on a
+    # CPU (docs/pretraining.md); no table varies the number of heads.
     num_attention_heads: Optional[int] = None
-    dropout: Optional[float] = None
 
     def config(self, paper_config: AlbertConfig) -> AlbertConfig:
         """The paper's configuration shrunk to this scale."""
@@ -60,8 +59,6 @@ class Scale:
         values["vocab_size"] = self.vocab_size
         if self.num_attention_heads is not None:
             values["num_attention_heads"] = self.num_attention_heads
-        if self.dropout is not None:
-            values["hidden_dropout_prob"] = values["attention_probs_dropout_prob"] = self.dropout
         values["max_position_embeddings"] = max(self.max_seq_length, 512 // self.width_divisor)
         return AlbertConfig.from_dict(values, allow_unknown_keys=True)
 
@@ -110,8 +107,7 @@ def scale_settings(scale: Scale) -> dict:
     """The scale as recorded in a cell's settings.json (unset optional overrides are left out,
     so directories started before they existed still match)."""
     values = dataclasses.asdict(scale)
-    for key in ("num_attention_heads", "dropout"):
-        if values[key] is None:
-            del values[key]
+    if values["num_attention_heads"] is None:
+        del values["num_attention_heads"]
     return values
 

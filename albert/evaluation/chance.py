@@ -1,0 +1,50 @@
+"""Is a sentence head's held-out accuracy above chance, and by how many standard errors?
+
+Chance on a held-out set is its majority share: the accuracy of always
+answering the commoner label (a set is rarely exactly balanced). An
+accuracy measured on n examples has a standard error of sqrt(a (1 - a) / n);
+a margin of 3 standard errors or more over the majority share is what the
+docs call "above chance".
+"""
+
+import dataclasses
+import math
+
+ABOVE_CHANCE_STANDARD_ERRORS = 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelCounts:
+    ones: int
+    total: int
+
+    @property
+    def majority_share(self) -> float:
+        """The accuracy of always answering the commoner label."""
+        return max(self.ones, self.total - self.ones) / self.total if self.total else float("nan")
+
+    def margin(self, accuracy: float) -> float:
+        """How many standard errors `accuracy` lies above the majority share."""
+        return margin_in_standard_errors(accuracy, self.majority_share, self.total)
+
+
+def standard_error(accuracy: float, examples: int) -> float:
+    return math.sqrt(accuracy * (1 - accuracy) / examples) if examples else float("nan")
+
+
+def margin_in_standard_errors(accuracy: float, majority_share: float, examples: int) -> float:
+    error = standard_error(accuracy, examples)
+    return (accuracy - majority_share) / error if error else float("nan")
+
+
+def sentence_label_counts(records) -> LabelCounts:
+    """Counts the sentence labels (`next_sentence_labels`) of pretraining records."""
+    import tensorflow as tf
+
+    spec = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
+    ones = total = 0
+    for batch in tf.data.TFRecordDataset(records).batch(4096):
+        labels = tf.io.parse_example(batch, spec)["next_sentence_labels"]
+        ones += int(tf.reduce_sum(labels))
+        total += int(tf.size(labels))
+    return LabelCounts(ones, total)

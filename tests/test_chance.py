@@ -1,0 +1,37 @@
+"""Chance on a held-out sentence set: label counts from the records, margins in standard errors."""
+
+import math
+
+import pytest
+import tensorflow as tf
+
+from albert.evaluation.chance import (LabelCounts, margin_in_standard_errors, sentence_label_counts,
+                                      standard_error)
+
+
+def _write_records(path, labels):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for label in labels:
+            feature = {"next_sentence_labels": tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[label])),
+                       "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 2]))}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature))
+                         .SerializeToString())
+
+
+def test_label_counts_come_from_the_records(tmp_path):
+    path = tmp_path / "heldout.tfrecord"
+    _write_records(path, [1] * 3 + [0] * 7)
+    counts = sentence_label_counts(str(path))
+    assert counts == LabelCounts(ones=3, total=10)
+    assert counts.majority_share == 0.7
+
+
+def test_margin_is_the_distance_to_the_majority_share_in_standard_errors():
+    counts = LabelCounts(ones=2000, total=4000)
+    error = math.sqrt(0.53 * 0.47 / 4000)
+    assert standard_error(0.53, 4000) == pytest.approx(error)
+    assert counts.margin(0.53) == pytest.approx(0.03 / error)
+    assert counts.margin(0.50) == pytest.approx(0.0)
+    assert margin_in_standard_errors(0.45, 0.55, 100) < 0
+    assert math.isnan(LabelCounts(0, 0).majority_share)
