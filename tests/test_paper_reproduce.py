@@ -85,6 +85,12 @@ def test_scales_shrink_widths_and_depth_but_keep_heads_and_sharing():
     depths = [tiny.config(cell.paper_config()).num_hidden_layers for cell in TABLES[11].cells]
     assert depths == sorted(set(depths))  # still six different depths, in order
     assert paper.config(not_shared) == not_shared
+    # The CPU scale sets fewer, wider heads; sharing and E / H stay the paper's.
+    cpu = SCALES["cpu"].config(not_shared)
+    assert (cpu.hidden_size, cpu.num_hidden_layers, cpu.num_hidden_groups,
+            cpu.num_attention_heads) == (128, 4, 4, 4)
+    assert cpu.hidden_size % cpu.num_attention_heads == 0
+    assert SCALES["cpu"].config(TABLES[5].cells[2].paper_config()).embedding_size == 128 // 6
     assert (paper.train_batch_size, paper.max_seq_length, paper.num_train_steps,
             paper.learning_rate) == (4096, 512, 125000, 0.00176)
 
