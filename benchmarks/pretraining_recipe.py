@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
 
 # The demo's model shape: H=128, E=64, 4 all-shared layers, 8k vocabulary.
 DEMO_MODEL = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
@@ -184,6 +185,23 @@ def summary_rows(results):
     return rows
 
 
+def markdown_table(results, majority_share, heldout_pairs):
+    """The summary as the table of docs/pretraining.md (SOP in standard errors above chance)."""
+    from albert.evaluation.chance import margin_in_standard_errors
+
+    lines = ["| run | left the plateau at step | last step | held-out MLM loss | MLM acc | "
+             "SOP acc (SE above chance) | best SOP acc |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in summary_rows(results):
+        margin = margin_in_standard_errors(row["heldout_sentence_order_accuracy"], majority_share,
+                                           heldout_pairs)
+        lines.append(f"| {row['run']} | {row['left_plateau_at_step'] or 'never'} | {row['step']} | "
+                     f"{row['heldout_masked_lm_loss']:.3f} | "
+                     f"{row['heldout_masked_lm_accuracy']:.3f} | "
+                     f"{row['heldout_sentence_order_accuracy']:.3f} ({margin:+.1f}) | "
+                     f"{row['best_heldout_sentence_order_accuracy']:.3f} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -194,7 +212,17 @@ def main():
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--eval_every", type=int, default=250)
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the finished runs' table (from results.json) and exit")
     args = parser.parse_args()
+    if args.markdown:
+        from albert.evaluation.chance import sentence_label_counts
+
+        with open(os.path.join(args.output_dir, "results.json"), encoding="utf-8") as handle:
+            results = json.load(handle)["runs"]
+        counts = sentence_label_counts(args.eval_file)
+        print(markdown_table(results, counts.majority_share, counts.total))
+        return
     names = list(RUNS) if args.runs == "all" else args.runs.split(",")
     unknown = [n for n in names if n not in RUNS]
     if unknown:
