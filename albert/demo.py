@@ -129,8 +129,8 @@ def main(argv=None) -> None:
     print(f"  training MLM loss: {first:.3f} (first 50 steps) -> {last:.3f} (last 50 steps)")
     print(f"  held-out at step {final['step']}: masked_lm_accuracy {final['masked_lm_accuracy']:.4f}, "
           f"sentence_order_accuracy {final['sentence_order_accuracy']:.4f}")
-    print_sentence_order_vs_chance(final["sentence_order_accuracy"],
-                                   os.path.join(data, "heldout.tfrecord"), args.num_train_steps)
+    print_sentence_order_vs_chance(results["evaluations"],
+                                   os.path.join(data, "heldout.tfrecord.summary.json"))
     print(f"  checkpoints: {run_dir} (model.ckpt-best by masked_lm_accuracy)")
     print(f"  TensorBoard: tensorboard --logdir={os.path.join(run_dir, 'tensorboard')}")
     print_finetuning(glue_dir, fine_tuned)
@@ -145,19 +145,23 @@ def pretraining_precision(choice: str) -> str:
     return "mixed_bfloat16" if has_native_bfloat16() else "none"
 
 
-def print_sentence_order_vs_chance(accuracy: float, heldout: str, steps: int) -> None:
-    """The sentence-order accuracy against the held-out set's majority share, in standard errors."""
-    from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, sentence_label_counts
+def print_sentence_order_vs_chance(evaluations: list, heldout_summary: str) -> None:
+    """Sentence-order accuracy at every checkpoint against the held-out set's majority share."""
+    from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, LabelCounts
 
-    counts = sentence_label_counts(heldout)
-    margin = counts.margin(accuracy)
-    print(f"  chance on the held-out sentence-order set (always the commoner label): "
-          f"{counts.majority_share:.4f} of {counts.total} pairs; the model is {margin:+.1f} "
-          "standard errors from it")
-    if margin < ABOVE_CHANCE_STANDARD_ERRORS:
-        print(f"  the sentence order is not learned beyond chance after {steps} steps: on 2 CPU "
-              "cores it needs more steps (docs/pretraining.md has the measured curves), e.g. "
-              f"--num_train_steps={2 * steps}")
+    summary = io.read_json(heldout_summary)  # create_pretraining_data.py counted the labels
+    labels = summary["sentence_order_labels"]
+    counts = LabelCounts(ones=labels["1"], total=labels["0"] + labels["1"])
+    margins = [(e["step"], e["sentence_order_accuracy"], counts.margin(e["sentence_order_accuracy"]))
+               for e in evaluations]
+    print(f"  held-out sentence order against chance (always the commoner label: "
+          f"{counts.majority_share:.4f} of {counts.total} pairs), in standard errors: "
+          + ", ".join(f"step {step} {accuracy:.3f} ({margin:+.1f})"
+                      for step, accuracy, margin in margins))
+    if margins[-1][2] < ABOVE_CHANCE_STANDARD_ERRORS:
+        print(f"  at the last checkpoint the sentence order is not above chance (less than "
+              f"{ABOVE_CHANCE_STANDARD_ERRORS:g} standard errors); on 2 CPU cores it is noisy at "
+              "this budget and needs more steps (docs/pretraining.md has the measured curves)")
 
 
 def _dev_labels(glue_dir: str, task: str) -> list:

@@ -35,3 +35,21 @@ def test_margin_is_the_distance_to_the_majority_share_in_standard_errors():
     assert counts.margin(0.50) == pytest.approx(0.0)
     assert margin_in_standard_errors(0.45, 0.55, 100) < 0
     assert math.isnan(LabelCounts(0, 0).majority_share)
+
+
+def test_the_demo_reports_each_checkpoint_against_the_heldout_majority(tmp_path, capsys):
+    import json
+
+    from albert.demo import print_sentence_order_vs_chance
+
+    summary = tmp_path / "heldout.tfrecord.summary.json"
+    summary.write_text(json.dumps({"sentence_order_labels": {"0": 2100, "1": 1900,
+                                                             "fraction_1": 0.475}}))
+    evaluations = [{"step": 100, "sentence_order_accuracy": 0.525},
+                   {"step": 200, "sentence_order_accuracy": 0.60}]
+    print_sentence_order_vs_chance(evaluations, str(summary))
+    out = capsys.readouterr().out
+    assert "0.5250 of 4000 pairs" in out and "step 100 0.525 (+0.0)" in out
+    assert "step 200 0.600 (+9.7)" in out and "not above chance" not in out
+    print_sentence_order_vs_chance(evaluations[:1], str(summary))
+    assert "not above chance" in capsys.readouterr().out
