@@ -61,10 +61,14 @@ def define_runtime_flags() -> None:
                       "AdamW), with the original's weight decay, exclusions and clip; off: the "
                       "original's optimizer, which has none (docs/finetuning.md).")
     cli.define_config_flags()
+    from albert import restarts
+
+    restarts.define_flags()
     # Flags defined in other modules are listed by --help only when declared key flags; the
     # scripts adopt this module's, so these are listed there too.
     flags.adopt_module_key_flags(distribute)
     flags.adopt_module_key_flags(cli)
+    flags.adopt_module_key_flags(restarts)
 
 
 BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
