@@ -10,11 +10,20 @@ Real text, GLUE layouts, a tiny ALBERT trained from scratch on 2 CPU cores:
   Wikipedia sample; `lee.cor` and `lee_background.cor` news), 400 + 400
   train, 100 + 100 dev;
 * `STS-B`: the demo's STS-B-format task (Lee et al.'s document-pair
-  similarity ratings, `python -m albert.datasets glue-demo`).
+  similarity ratings, `python -m albert.datasets glue-demo`);
+* `years` (SQuAD v1.1 layout, `run_squad.py`): "In which year did it
+  happen?" on two or three consecutive real sentences of the demo corpus
+  holding one four-digit year (the test suite's `write_year_task`), 600
+  train and 150 dev questions;
+* `pretrained-source`: the `source` task from a briefly pretrained tiny
+  model (`run_pretraining.py` on the demo corpus, 1,000 LAMB steps), with a
+  third arm whose pooler (`bert/pooler/dense`, trained by the sentence-order
+  objective) is re-initialised in the starting checkpoint.
 
-Each arm is one `run_classifier.py --restarts=10` (seeds 1..10): the
-original's AdamW, or `--adam_bias_correction`, at a learning rate of the
-paper's Table 14 (`table14`) and at a high one (`high`). Per arm the
+Each arm is one `run_classifier.py` (or `run_squad.py`) with
+`--restarts=10` (seeds 1..10): the original's AdamW, or
+`--adam_bias_correction`, at a learning rate of the paper's Table 14
+(`table14`) and at a high one (`high`). Per arm the
 results file gets the ten seeds' best dev metric, its step and whether it
 was degenerate (`restarts.json`), the failure rate, mean and standard
 deviation, and best-of-3 restarts computed from the seed groups 1-3, 4-6,
@@ -42,13 +51,19 @@ MODEL = {"vocab_size": 2000, "embedding_size": 32, "hidden_size": 64, "num_hidde
          "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
 SEEDS, FIRST_SEED, GROUP = 10, 1, 3
 # Table 14's rates: SST-2 1e-5, STS-B 2e-5. "high": 1e-3, where the issue saw failures.
+# SQuAD v1.1: 5e-5.
 TASKS = {
     "source": {"glue_task": "SST-2", "rates": {"table14": 1e-5, "high": 1e-3},
                "failed_below": 0.6},
     "STS-B": {"glue_task": "STS-B", "rates": {"table14": 2e-5, "high": 1e-3},
               "failed_below": 0.1},
+    "years": {"squad": True, "rates": {"table14": 5e-5, "high": 1e-3}, "failed_below": 20.0},
+    "pretrained-source": {"glue_task": "SST-2", "rates": {"table14": 1e-5, "high": 1e-3},
+                          "failed_below": 0.6, "pretrained": True},
 }
 OPTIMIZERS = {"original": [], "bias_correction": ["--adam_bias_correction"]}
+POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
+PRETRAINING_STEPS = 1000
 STEPS, BATCH, SAVE_EVERY, MAX_SEQ = 320, 16, 40, 48
 
 
@@ -103,6 +118,55 @@ def vocabulary(work: str, glue_source: str, glue_demo: str) -> str:
     return prefix + ".model"
 
 
+def year_task(work: str) -> tuple:
+    """(train.json, dev.json) of the years span task, from the demo corpus (cached)."""
+    directory = os.path.join(work, "years")
+    if not os.path.exists(os.path.join(directory, "dev.json")):
+        corpus = os.path.join(work, "corpus")
+        run([sys.executable, "-m", "albert.datasets", "demo-corpus", f"--output_dir={corpus}"])
+        sys.path.insert(0, os.path.join(REPO, "tests"))
+        from squad_fixtures import write_year_task  # the suite's real-text span task
+
+        write_year_task(directory, corpus, seed=0)
+    return os.path.join(directory, "train.json"), os.path.join(directory, "dev.json")
+
+
+def pretrained(work: str, spm: str, config: str) -> dict:
+    """{"original": checkpoint, "pooler_reinit": the same with a new pooler} of a tiny model
+    pretrained briefly on the demo corpus (cached)."""
+    corpus = os.path.join(work, "corpus")
+    run([sys.executable, "-m", "albert.datasets", "demo-corpus", f"--output_dir={corpus}"])
+    data = os.path.join(work, "pretraining_data.tfrecord")
+    if not os.path.exists(data):
+        run([sys.executable, "create_pretraining_data.py", f"--input_file={corpus}/train.txt",
+             f"--output_file={data}", f"--spm_model_file={spm}", "--max_seq_length=64",
+             "--max_predictions_per_seq=10", "--dupe_factor=3"])
+    run_dir = os.path.join(work, "pretraining")
+    run([sys.executable, "run_pretraining.py", f"--albert_config_file={config}",
+         f"--input_file={data}", f"--output_dir={run_dir}", "--train_batch_size=64",
+         f"--num_train_steps={PRETRAINING_STEPS}", f"--num_warmup_steps={PRETRAINING_STEPS // 10}",
+         "--learning_rate=0.01", f"--save_checkpoints_steps={PRETRAINING_STEPS}",
+         "--steps_per_loop=50", "--noprogress"])
+    original = os.path.join(run_dir, f"model.ckpt-{PRETRAINING_STEPS}")
+    reinit_dir = os.path.join(work, "pretrained-pooler-reinit")
+    if not os.path.exists(os.path.join(reinit_dir, "model.ckpt-best.index")):
+        import numpy as np
+
+        from albert.checkpoints import read_checkpoint, write_checkpoint
+        from albert.config import AlbertConfig
+
+        model_config = AlbertConfig(**MODEL)
+        weights, _ = read_checkpoint(original, "tf1", model_config, heads="optional")
+        rng = np.random.default_rng(0)
+        kernel = weights[POOLER[0]]
+        # The original's initialiser: truncated normal, stddev initializer_range (0.02).
+        weights[POOLER[0]] = np.clip(rng.normal(0, 0.02, kernel.shape), -0.04, 0.04).astype(
+            kernel.dtype)
+        weights[POOLER[1]] = np.zeros_like(weights[POOLER[1]])
+        write_checkpoint(weights, model_config, reinit_dir, "tf1")
+    return {"original": original, "pooler_reinit": os.path.join(reinit_dir, "model.ckpt-best")}
+
+
 def statistics(values):
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) \
@@ -138,7 +202,7 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--results", required=True)
-    parser.add_argument("--tasks", default="source,STS-B")
+    parser.add_argument("--tasks", default="source,STS-B,years,pretrained-source")
     parser.add_argument("--rates", default="high,table14")
     args = parser.parse_args(argv)
 
@@ -156,6 +220,10 @@ def main(argv=None):
     results["settings"] = {"model": MODEL, "train_step": STEPS, "train_batch_size": BATCH,
                            "warmup_step": STEPS // 10, "save_checkpoints_steps": SAVE_EVERY,
                            "max_seq_length": MAX_SEQ, "seeds": [FIRST_SEED, FIRST_SEED + SEEDS - 1],
+                           "squad": {"num_train_epochs": 5, "max_seq_length": 128,
+                                     "save_checkpoints_steps": SAVE_EVERY},
+                           "pretraining": {"steps": PRETRAINING_STEPS, "batch": 64,
+                                           "optimizer": "lamb", "learning_rate": 0.01},
                            "failed_below": {t: v["failed_below"] for t, v in TASKS.items()},
                            "command": "nice -n 10 python benchmarks/finetuning_stability.py "
                                       "--work_dir=stability --results=" + args.results}
@@ -163,21 +231,38 @@ def main(argv=None):
     for rate_name in args.rates.split(","):
         for task_name in args.tasks.split(","):
             task = TASKS[task_name]
-            for optimizer, extra in OPTIMIZERS.items():
-                name = f"{task_name}/{rate_name}/{optimizer}"
-                out = os.path.join(work, "runs", task_name, rate_name, optimizer)
+            arm_flags = dict(OPTIMIZERS)
+            init = {}
+            if task.get("pretrained"):
+                init = pretrained(work, spm, config)
+                arm_flags["pooler_reinit"] = []
+            for arm, extra in arm_flags.items():
+                name = f"{task_name}/{rate_name}/{arm}"
+                out = os.path.join(work, "runs", task_name, rate_name, arm)
+                if init:
+                    extra = [*extra, f"--init_checkpoint={init.get(arm, init['original'])}"]
                 if not os.path.exists(os.path.join(out, "restarts.json")):
-                    data = glue_source if task_name == "source" else glue_demo
-                    run([sys.executable, "run_classifier.py", f"--task_name={task['glue_task']}",
-                         f"--data_dir={data}", f"--albert_config_file={config}",
-                         f"--spm_model_file={spm}", f"--output_dir={out}",
-                         f"--max_seq_length={MAX_SEQ}", "--do_train", "--do_eval",
-                         f"--train_batch_size={BATCH}", "--eval_batch_size=100",
-                         f"--learning_rate={task['rates'][rate_name]}",
-                         f"--train_step={STEPS}", f"--warmup_step={STEPS // 10}",
-                         f"--save_checkpoints_steps={SAVE_EVERY}", "--keep_checkpoint_max=1",
-                         f"--random_seed={FIRST_SEED}", f"--restarts={SEEDS}", "--noprogress",
-                         *extra])
+                    common = [f"--albert_config_file={config}", f"--spm_model_file={spm}",
+                              f"--output_dir={out}", f"--train_batch_size={BATCH}",
+                              f"--learning_rate={task['rates'][rate_name]}",
+                              f"--save_checkpoints_steps={SAVE_EVERY}",
+                              f"--random_seed={FIRST_SEED}", f"--restarts={SEEDS}",
+                              "--noprogress", *extra]
+                    if task.get("squad"):
+                        train, dev = year_task(work)
+                        run([sys.executable, "run_squad.py", f"--train_file={train}",
+                             f"--predict_file={dev}", "--do_train", "--do_predict",
+                             "--max_seq_length=128", "--doc_stride=64", "--max_query_length=16",
+                             "--num_train_epochs=5", "--predict_batch_size=64",
+                             "--num_keep_checkpoint=1", *common])
+                    else:
+                        data = glue_demo if task_name == "STS-B" else glue_source
+                        run([sys.executable, "run_classifier.py",
+                             f"--task_name={task['glue_task']}", f"--data_dir={data}",
+                             f"--max_seq_length={MAX_SEQ}", "--do_train", "--do_eval",
+                             "--eval_batch_size=100", f"--train_step={STEPS}",
+                             f"--warmup_step={STEPS // 10}", "--keep_checkpoint_max=1",
+                             *common])
                 summary = io.read_json(os.path.join(out, "restarts.json"))
                 arms[name] = dict(arm_result(summary, task["failed_below"]),
                                   learning_rate=task["rates"][rate_name])
@@ -186,7 +271,6 @@ def main(argv=None):
                 print(f"{name}: mean {arms[name]['mean']:.3f} ± {arms[name]['std']:.3f}, "
                       f"failure {arms[name]['failure_rate']:.0%}, degenerate "
                       f"{arms[name]['degenerate_rate']:.0%}", flush=True)
-
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,6 @@
 """Fine-tuning runs that failed silently are flagged after every evaluation; learning runs not."""
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -11,11 +10,9 @@ from albert.training import degenerate
 from albert.training.diagnostics import Diagnostics
 from albert.training.run_directory import RunDirectory
 from conftest import tiny_config
+from glue_fixtures import classifier_command, write_learnable_sst2
 from scripts import run_script
 from squad_fixtures import write_squad
-
-SYLLABLES = ["ka", "lo", "mi", "tu", "ren", "sa", "vo", "pi", "dan", "el", "or", "quis", "ba",
-             "ne", "ti", "gu", "xo", "fal", "wen", "ry", "zo", "ha", "ju", "cle", "mon"]
 
 
 # ------------------------------------------------------------------ the checks
@@ -98,41 +95,6 @@ def test_a_degenerate_evaluation_is_marked_in_the_json_and_absent_from_the_text(
 
 
 # ------------------------------------------------------------ the scripts
-def write_learnable_sst2(directory, train=96, dev=32, seed=0):
-    """An SST-2-layout task a tiny model learns in a few dozen steps: class 1 sentences use
-    the first half of the syllables, class 0 the second half."""
-    rng = random.Random(seed)
-    halves = (SYLLABLES[12:], SYLLABLES[:12])
-
-    def rows(count):
-        out = []
-        for index in range(count):
-            label = index % 2
-            out.append([" ".join(rng.choice(halves[label]) for _ in range(rng.randint(4, 9))),
-                        str(label)])
-        return out
-
-    task = directory / "SST-2"
-    task.mkdir(parents=True)
-    for name, data in (("train.tsv", rows(train)), ("dev.tsv", rows(dev))):
-        (task / name).write_text("sentence\tlabel\n" + "".join("\t".join(r) + "\n"
-                                                                for r in data))
-    (task / "test.tsv").write_text("index\tsentence\n0\tka lo mi\n")
-    return directory
-
-
-def _classifier(tmp_path, spm, out, **overrides):
-    config = tmp_path / "config.json"
-    config.write_text(tiny_config(vocab_size=1200, max_position_embeddings=64).to_json_string())
-    values = dict(task_name="SST-2", data_dir=tmp_path / "glue", albert_config_file=config,
-                  spm_model_file=spm, output_dir=out, max_seq_length=24, train_batch_size=8,
-                  eval_batch_size=32, train_step=40, save_checkpoints_steps=40, do_train=True,
-                  do_eval=True, progress=False, learning_rate=3e-3, warmup_step=4)
-    values.update(overrides)
-    return ["run_classifier.py", *(f"--{k}" if v is True else f"--{k}={v}"
-                                   for k, v in values.items() if v is not None)]
-
-
 def _frozen_classifier(tmp_path) -> str:
     """A fine-tuned-style checkpoint whose classifier weights are zero: every logit is 0, so
     every example gets class 0, and with learning rate 0 it stays so."""
@@ -159,7 +121,7 @@ def _journal(out):
 def test_a_stuck_classifier_is_flagged_and_a_learning_one_is_not(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     write_learnable_sst2(tmp_path / "glue")
-    stuck = run_script(*_classifier(tmp_path, spm, tmp_path / "stuck", learning_rate=0,
+    stuck = run_script(*classifier_command(tmp_path, spm, tmp_path / "stuck", learning_rate=0,
                                     init_checkpoint=_frozen_classifier(tmp_path)))
     assert stuck.returncode == 0, stuck.stderr[-3000:]
     entry = _journal(tmp_path / "stuck")["evaluations"][-1]
@@ -169,7 +131,7 @@ def test_a_stuck_classifier_is_flagged_and_a_learning_one_is_not(tmp_path, synth
     assert len(warnings) == 1 and warnings[0].startswith("W"), warnings
     assert "degenerate" not in (tmp_path / "stuck" / "eval_results.txt").read_text()
 
-    learned = run_script(*_classifier(tmp_path, spm, tmp_path / "learned"))
+    learned = run_script(*classifier_command(tmp_path, spm, tmp_path / "learned"))
     assert learned.returncode == 0, learned.stderr[-3000:]
     entry = _journal(tmp_path / "learned")["evaluations"][-1]
     assert entry["eval_accuracy"] > 0.8, entry   # it did learn: the check had a chance to err

@@ -7,22 +7,18 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, tiny_config
+import pytest
+
+from conftest import REPO
+from glue_fixtures import classifier_command, write_learnable_sst2
 from scripts import assert_clean_failure, run_script
-from test_degenerate_runs import write_learnable_sst2
 
 
 def _command(tmp_path, spm, out, **overrides):
-    config = tmp_path / "config.json"
-    config.write_text(tiny_config(vocab_size=1200, max_position_embeddings=64).to_json_string())
-    values = dict(task_name="SST-2", data_dir=tmp_path / "glue", albert_config_file=config,
-                  spm_model_file=spm, output_dir=out, max_seq_length=24, train_batch_size=8,
-                  eval_batch_size=32, train_step=24, save_checkpoints_steps=4, do_train=True,
-                  do_eval=True, do_predict=True, progress=False, learning_rate=3e-3,
+    """Three seeds of 24 steps, a checkpoint (and evaluation) every 4, predictions."""
+    values = dict(train_step=24, save_checkpoints_steps=4, warmup_step=None, do_predict=True,
                   random_seed=7, restarts=3)
-    values.update(overrides)
-    return ["run_classifier.py", *(f"--{k}" if v is True else f"--{k}={v}"
-                                   for k, v in values.items() if v is not None)]
+    return classifier_command(tmp_path, spm, out, **dict(values, **overrides))
 
 
 def _kill_when(args, ready, timeout=300):
@@ -93,3 +89,26 @@ def test_restarts_need_dev_evaluation_and_their_own_directory(tmp_path, syntheti
     refused = run_script(*_command(tmp_path, spm, tmp_path / "single"))
     assert_clean_failure(refused, "holds a run without --restarts")
     assert not (tmp_path / "single" / "seed-7").exists()
+
+
+@pytest.mark.parametrize("script", ["run_race.py", "run_squad.py"])
+def test_restarts_of_race_and_squad_predict_from_the_best_seed(tmp_path, synthetic_corpus,
+                                                               script):
+    from test_finetuning_scripts import _command as script_command
+
+    _, spm = synthetic_corpus
+    extra = {"do_eval": True} if script == "run_race.py" else {}
+    result = run_script(*script_command(script, tmp_path, spm, restarts=2, random_seed=3,
+                                        **extra))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "out"
+    summary = json.loads((out / "restarts.json").read_text())
+    assert [s["seed"] for s in summary["seeds"]] == [3, 4]
+    assert summary["metric"] == ("eval_accuracy" if script == "run_race.py" else "f1")
+    best_dir = out / f"seed-{summary['best']['seed']}"
+    assert f"Predicting with {best_dir}/model.ckpt-best" in result.stderr
+    predictions = "predictions.tsv" if script == "run_race.py" else "predictions.json"
+    assert (out / predictions).exists()
+    if script == "run_squad.py":
+        # Every seed decodes its own checkpoints; the final predictions are the best seed's.
+        assert (out / predictions).read_text() == (best_dir / predictions).read_text()

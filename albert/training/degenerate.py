@@ -8,7 +8,9 @@ evaluation (`albert.training.diagnostics`), mark such an evaluation
 * **one answer** — a classifier that puts every dev example in one class,
   or a multiple-choice model that always picks the same option;
 * **constant regression** — a regression head whose dev predictions do not
-  vary (their standard deviation is below a thousandth of the labels');
+  vary (their standard deviation is below a thousandth of the labels'): its
+  MSE is that of predicting the mean, though Pearson, blind to scale, may
+  still find a faint order in the tiny differences;
 * **no answers** — a SQuAD model whose every prediction is empty;
 * **content-blind loss** — a SQuAD run whose training loss has not gone
   below what a model that never reads the text scores: predicting the
@@ -103,7 +105,8 @@ class ConstantRegression(Check):
         return Finding(
             "constant_regression", step,
             f"degenerate evaluation: the dev predictions are constant (standard deviation "
-            f"{spread:.3g}, the labels' {label_spread:.3g}): the head ignores its input",
+            f"{spread:.3g}, the labels' {label_spread:.3g}): the model has collapsed to one "
+            "value; a correlation it scores comes from differences of that size",
             {"prediction_std": spread, "label_std": label_spread}, degenerate=True)
 
 
