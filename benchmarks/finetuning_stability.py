@@ -23,12 +23,15 @@ Real text, GLUE layouts, a tiny ALBERT trained from scratch on 2 CPU cores:
 Each arm is one `run_classifier.py` (or `run_squad.py`) with
 `--restarts=10` (seeds 1..10): the original's AdamW, or
 `--adam_bias_correction`, at a learning rate of the paper's Table 14
-(`table14`) and at a high one (`high`). Per arm the
+(`table14`; not for `years`), at a high one (`high`) and, for `source`, at
+1e-4 (`mid`). Per arm the
 results file gets the ten seeds' best dev metric, its step and whether it
 was degenerate (`restarts.json`), the failure rate, mean and standard
 deviation, and best-of-3 restarts computed from the seed groups 1-3, 4-6,
 7-9 (seed 10 unused there). An arm whose restarts.json exists is read, not
-rerun; a killed arm resumes where it stopped (the same command).
+rerun; a killed arm resumes where it stopped (the same command). All 18
+arms took about an hour on 2 CPU cores shared with another job;
+`--report` prints the table of docs/finetuning.md.
 """
 
 import argparse
@@ -50,18 +53,21 @@ MODEL = {"vocab_size": 2000, "embedding_size": 32, "hidden_size": 64, "num_hidde
          "intermediate_size": 128, "max_position_embeddings": 64, "type_vocab_size": 2,
          "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
 SEEDS, FIRST_SEED, GROUP = 10, 1, 3
-# Table 14's rates: SST-2 1e-5, STS-B 2e-5. "high": 1e-3, where the issue saw failures.
-# SQuAD v1.1: 5e-5.
+# Table 14's rates: SST-2 1e-5, STS-B 2e-5. "high": 1e-3, where the issue
+# saw failures; "mid": 1e-4, to tell bias correction from a lower early learning rate.
 TASKS = {
-    "source": {"glue_task": "SST-2", "rates": {"table14": 1e-5, "high": 1e-3},
+    "source": {"glue_task": "SST-2", "rates": {"table14": 1e-5, "high": 1e-3, "mid": 1e-4},
                "failed_below": 0.6},
     "STS-B": {"glue_task": "STS-B", "rates": {"table14": 2e-5, "high": 1e-3},
               "failed_below": 0.1},
-    "years": {"squad": True, "rates": {"table14": 5e-5, "high": 1e-3}, "failed_below": 20.0},
+    # From scratch, Table 14's rates teach the classifiers nothing in 320 steps (measured):
+    # the span task is run at the high rate only.
+    "years": {"squad": True, "rates": {"high": 1e-3}, "failed_below": 20.0},
     "pretrained-source": {"glue_task": "SST-2", "rates": {"table14": 1e-5, "high": 1e-3},
                           "failed_below": 0.6, "pretrained": True},
 }
 OPTIMIZERS = {"original": [], "bias_correction": ["--adam_bias_correction"]}
+RATES = ("table14", "mid", "high")
 POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
 PRETRAINING_STEPS = 1000
 STEPS, BATCH, SAVE_EVERY, MAX_SEQ = 320, 16, 40, 48
@@ -197,14 +203,37 @@ def arm_result(summary: dict, failed_below: float) -> dict:
                              / len(best_of)}}
 
 
+def report(results: dict) -> str:
+    """The results as a Markdown table (docs/finetuning.md)."""
+    lines = ["| task | rate | arm | dev metric, 10 seeds: mean ± std | failed | degenerate "
+             f"| best of {GROUP} (3 groups): mean ± std | best of {GROUP} failed |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {name: index for index, name in enumerate([*TASKS, *RATES,
+                                                        *OPTIMIZERS, "pooler_reinit"])}
+    for name, arm in sorted(results["arms"].items(),
+                            key=lambda item: [order[part] for part in item[0].split("/")]):
+        task, rate, optimizer = name.split("/")
+        best = arm[f"best_of_{GROUP}"]
+        lines.append(f"| {task} ({arm['metric']}) | {rate} {arm['learning_rate']:g} | {optimizer} "
+                     f"| {arm['mean']:.3f} ± {arm['std']:.3f} | {arm['failure_rate']:.0%} "
+                     f"| {arm['degenerate_rate']:.0%} | {best['mean']:.3f} ± {best['std']:.3f} "
+                     f"| {best['failure_rate']:.0%} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--results", required=True)
     parser.add_argument("--tasks", default="source,STS-B,years,pretrained-source")
-    parser.add_argument("--rates", default="high,table14")
+    parser.add_argument("--rates", default="high,table14,mid")
+    parser.add_argument("--report", action="store_true",
+                        help="Print the results file as a Markdown table and stop.")
     args = parser.parse_args(argv)
+    if args.report:
+        print(report(io.read_json(args.results)))
+        return
 
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)
@@ -220,7 +249,7 @@ def main(argv=None):
     results["settings"] = {"model": MODEL, "train_step": STEPS, "train_batch_size": BATCH,
                            "warmup_step": STEPS // 10, "save_checkpoints_steps": SAVE_EVERY,
                            "max_seq_length": MAX_SEQ, "seeds": [FIRST_SEED, FIRST_SEED + SEEDS - 1],
-                           "squad": {"num_train_epochs": 5, "max_seq_length": 128,
+                           "squad": {"num_train_epochs": 5, "max_seq_length": 64, "doc_stride": 32,
                                      "save_checkpoints_steps": SAVE_EVERY},
                            "pretraining": {"steps": PRETRAINING_STEPS, "batch": 64,
                                            "optimizer": "lamb", "learning_rate": 0.01},
@@ -231,6 +260,8 @@ def main(argv=None):
     for rate_name in args.rates.split(","):
         for task_name in args.tasks.split(","):
             task = TASKS[task_name]
+            if rate_name not in task["rates"]:
+                continue
             arm_flags = dict(OPTIMIZERS)
             init = {}
             if task.get("pretrained"):
@@ -252,7 +283,7 @@ def main(argv=None):
                         train, dev = year_task(work)
                         run([sys.executable, "run_squad.py", f"--train_file={train}",
                              f"--predict_file={dev}", "--do_train", "--do_predict",
-                             "--max_seq_length=128", "--doc_stride=64", "--max_query_length=16",
+                             "--max_seq_length=64", "--doc_stride=32", "--max_query_length=12",
                              "--num_train_epochs=5", "--predict_batch_size=64",
                              "--num_keep_checkpoint=1", *common])
                     else:

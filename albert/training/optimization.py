@@ -19,9 +19,9 @@ bias-corrected AdamW of Hugging Face's `AdamW` and Keras's `AdamW`:
 `u = c_t · m / (sqrt(v) + ε)` with `c_t = sqrt(1 − β₂ᵗ) / (1 − β₁ᵗ)` at
 step t (1-based), the rest unchanged (weight decay, its exclusions, the
 clip; for LAMB the trust ratio of that `u`). Without the correction the
-first updates are about `sqrt(1 − β₂ᵗ) / (1 − β₁ᵗ)` times smaller than
-Adam's, at t = 1 by a factor 0.32, and the moments' early bias is never
-removed; fine-tuning on small data is where that is known to hurt.
+updates are `1 / c_t` times Adam's: 3.2× at step 1, 6.5× at step 10, 3.2×
+at step 100, 1.3× at step 1000 — a much larger learning rate early in the
+run, which is where fine-tuning on small data is known to fail.
 
 Exclusions match the variables' original TF1 names (e.g.
 `bert/encoder/.../LayerNorm/gamma`), given by `variable_names`; a Keras 3
