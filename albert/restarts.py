@@ -22,7 +22,7 @@ run_classifier.py, run_squad.py and run_race.py:
 import contextlib
 import dataclasses
 import math
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from absl import flags, logging
 
@@ -110,8 +110,9 @@ def main(run_once: Callable[[], None], plan: RestartPlan) -> None:
         with flag_values(dict(plan.seed_flags, output_dir=directory, random_seed=seed)):
             run_once()
         _clear_session()
-        results.append(seed_result(directory, seed))
-    summary = summarise(results)
+        metric, result = seed_result(directory, seed)
+        results.append(result)
+    summary = summarise(metric, results)
     io.write_json_atomically(io.join(output_dir, SUMMARY_FILE), summary)
     for line in summary_table(summary):
         logging.info("%s", line)
@@ -133,8 +134,9 @@ def _clear_session() -> None:
     keras.backend.clear_session()
 
 
-def seed_result(directory: str, seed: int) -> dict:
-    """The best evaluation of one seed's run, from its eval_results.json."""
+def seed_result(directory: str, seed: int) -> Tuple[str, dict]:
+    """(the metric that picks the best, the best evaluation) of one seed's run, from its
+    eval_results.json."""
     journal_path = io.join(directory, "eval_results.json")
     journal = io.read_json(journal_path) if io.exists(journal_path) else {}
     best = journal.get("best")
@@ -149,14 +151,11 @@ def seed_result(directory: str, seed: int) -> dict:
               "evaluations": len(journal["evaluations"])}
     if entry.get("degenerate_reason"):
         result["degenerate_reason"] = entry["degenerate_reason"]
-    return result
+    return metric, result
 
 
-def summarise(results: List[dict]) -> dict:
+def summarise(metric: str, results: List[dict]) -> dict:
     """restarts.json: the seeds, the metric's mean and standard deviation (n − 1), the best."""
-    metric = next(key for key in results[0] if key not in (
-        "seed", "output_dir", "step", "degenerate", "degenerate_evaluations", "evaluations",
-        "degenerate_reason"))
     values = [result[metric] for result in results]
     mean = sum(values) / len(values)
     std = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
