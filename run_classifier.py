@@ -103,6 +103,19 @@ def apply_preset(task_name: str) -> dict:
 
 def main(argv):
     del argv
+    from albert import restarts
+
+    out = FLAGS.output_dir
+    restarts.main(run_once, restarts.RestartPlan(
+        evaluates=FLAGS.do_train and FLAGS.do_eval,
+        predicts=FLAGS.do_predict or bool(FLAGS.export_dir),
+        seed_flags={"do_predict": False, "export_dir": None,
+                    "cached_dir": FLAGS.cached_dir or out},
+        predict_flags={"do_train": False, "do_eval": False}))
+
+
+def run_once():
+    """One run: the original's run_classifier.py, with the flags as they are."""
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise InputError("At least one of --do_train, --do_eval, --do_predict or --export_dir "
                          "must be set")

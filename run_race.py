@@ -88,6 +88,19 @@ HEAD = "multiple_choice"
 
 def main(argv):
     del argv
+    from albert import restarts
+
+    out = FLAGS.output_dir
+    restarts.main(run_once, restarts.RestartPlan(
+        evaluates=FLAGS.do_train and FLAGS.do_eval, predicts=FLAGS.do_predict,
+        seed_flags={"do_predict": False,
+                    "train_file": FLAGS.train_file or io.join(out, "race_train.tf_record"),
+                    "eval_file": FLAGS.eval_file or io.join(out, "race_eval.tf_record")},
+        predict_flags={"do_train": False, "do_eval": False}))
+
+
+def run_once():
+    """One run: the original's run_race.py, with the flags as they are."""
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise InputError("At least one of --do_train, --do_eval or --do_predict must be set")
     if FLAGS.task_name.lower() != "race":

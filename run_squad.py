@@ -133,7 +133,23 @@ def check_flags():
 
 def main(argv):
     del argv
+    from albert import restarts
+
     check_flags()
+    out = FLAGS.output_dir
+    restarts.main(run_once, restarts.RestartPlan(
+        evaluates=FLAGS.do_train and FLAGS.do_predict, predicts=FLAGS.do_predict,
+        seed_flags={"train_feature_file": FLAGS.train_feature_file or io.join(
+                        out, "train.tf_record"),
+                    "predict_feature_file": FLAGS.predict_feature_file or io.join(
+                        out, "predict.tf_record"),
+                    "predict_feature_left_file": FLAGS.predict_feature_left_file or io.join(
+                        out, "predict_left.json")},
+        predict_flags={"do_train": False, "train_file": None}))
+
+
+def run_once():
+    """One run: the original's run_squad.py, with the flags as they are."""
     version_2 = FLAGS.version_2_with_negative
     head = "squad_v2" if version_2 else "squad_v1"
     strategy, strategy_name = finetuning_cli.create_strategy()

@@ -56,11 +56,19 @@ def define_runtime_flags() -> None:
                       "are then less random in their lengths, and their shapes vary (not for "
                       "TPUs).")
     flags.DEFINE_bool("progress", True, "Show a progress bar.")
+    flags.DEFINE_bool("adam_bias_correction", False,
+                      "Adam's bias correction in the optimizer (Hugging Face's and Keras's "
+                      "AdamW), with the original's weight decay, exclusions and clip; off: the "
+                      "original's optimizer, which has none (docs/finetuning.md).")
     cli.define_config_flags()
+    from albert import restarts
+
+    restarts.define_flags()
     # Flags defined in other modules are listed by --help only when declared key flags; the
     # scripts adopt this module's, so these are listed there too.
     flags.adopt_module_key_flags(distribute)
     flags.adopt_module_key_flags(cli)
+    flags.adopt_module_key_flags(restarts)
 
 
 BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
@@ -239,7 +247,8 @@ def make_trainer(task, strategy, strategy_name: str, *, output_dir: str, train_s
                       show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
                       bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
         make_optimizer=lambda names: create_optimizer(
-            optimizer, learning_rate, train_step, warmup_step, variable_names=names),
+            optimizer, learning_rate, train_step, warmup_step, variable_names=names,
+            bias_correction=FLAGS.adam_bias_correction),
         variable_names=variable_names_for,
         learning_rate=AlbertLearningRateSchedule(learning_rate, train_step, warmup_step))
 

@@ -6,6 +6,10 @@ row; quotes are literal). Texts are written here for the tests.
 """
 
 import os
+import random
+
+from conftest import tiny_config
+from corpora import SYLLABLES
 
 ROWS = {
     "CoLA": {
@@ -162,3 +166,39 @@ def write_glue(directory: str) -> str:
             with open(os.path.join(directory, task, name), "w", encoding="utf-8") as handle:
                 handle.write("".join("\t".join(row) + "\n" for row in rows))
     return directory
+
+
+def write_learnable_sst2(directory, train=96, dev=32, seed=0):
+    """An SST-2-layout task a tiny model learns in a few dozen steps: class 1 sentences use
+    the first half of the syllables, class 0 the second half."""
+    rng = random.Random(seed)
+    halves = (SYLLABLES[12:], SYLLABLES[:12])
+
+    def rows(count):
+        out = []
+        for index in range(count):
+            label = index % 2
+            out.append([" ".join(rng.choice(halves[label]) for _ in range(rng.randint(4, 9))),
+                        str(label)])
+        return out
+
+    task = directory / "SST-2"
+    task.mkdir(parents=True)
+    for name, data in (("train.tsv", rows(train)), ("dev.tsv", rows(dev))):
+        (task / name).write_text("sentence\tlabel\n" + "".join("\t".join(r) + "\n"
+                                                                for r in data))
+    (task / "test.tsv").write_text("index\tsentence\n0\tka lo mi\n")
+    return directory
+
+
+def classifier_command(tmp_path, spm, out, **overrides):
+    """A tiny run_classifier.py command on write_learnable_sst2's task (in tmp_path/glue)."""
+    config = tmp_path / "config.json"
+    config.write_text(tiny_config(vocab_size=1200, max_position_embeddings=64).to_json_string())
+    values = dict(task_name="SST-2", data_dir=tmp_path / "glue", albert_config_file=config,
+                  spm_model_file=spm, output_dir=out, max_seq_length=24, train_batch_size=8,
+                  eval_batch_size=32, train_step=40, save_checkpoints_steps=40, do_train=True,
+                  do_eval=True, progress=False, learning_rate=3e-3, warmup_step=4)
+    values.update(overrides)
+    return ["run_classifier.py", *(f"--{k}" if v is True else f"--{k}={v}"
+                                   for k, v in values.items() if v is not None)]

@@ -207,7 +207,9 @@ def test_train_evaluate_every_checkpoint_then_predict_only(tmp_path, synthetic_c
     steps = [entry["step"] for entry in journal["evaluations"]]
     assert steps == [3, 5]  # int(10 questions / 4 × 2 epochs) = 5 steps
     for entry in journal["evaluations"]:
-        assert set(entry) == {"step", "exact", "f1", "total", "null_score_diff_threshold"}
+        # A 5-step run may be flagged degenerate (JSON only; the metrics are the original's).
+        metrics = set(entry) - {"findings", "degenerate", "degenerate_reason"}
+        assert metrics == {"step", "exact", "f1", "total", "null_score_diff_threshold"}
     text = (out / "eval_results.txt").read_text().splitlines()
     first = journal["evaluations"][0]
     assert text[:7] == [f"exact = {first['exact']}", f"f1 = {first['f1']}", "global_step = 3",

@@ -19,6 +19,8 @@ from albert.evaluation.glue_metrics import glue_metrics
 from albert.modeling import AlbertClassifier
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
                                      cross_entropy, softmax)
+from albert.training import degenerate
+from albert.training.diagnostics import Diagnostics
 
 logger = logging.getLogger("albert")
 
@@ -82,8 +84,22 @@ class ClassificationTask(FineTuningTask):
         logits = bucketed_logits(model, features, config.eval_batch_size, config.jit_compile)
         _, predictions = predictions_from_logits(logits, regression)
         labels = features["label_ids"]
-        return glue_metrics(self.glue_task.name, predictions, labels,
-                            classification_loss(logits, labels, regression))
+        metrics = glue_metrics(self.glue_task.name, predictions, labels,
+                               classification_loss(logits, labels, regression))
+        # What the degenerate-run checks read (kept out of the journal's metrics).
+        if regression:
+            metrics.update(degenerate.regression_spread(predictions, labels))
+        else:
+            metrics.update(degenerate.answer_shares(predictions, labels))
+        return metrics
+
+    def diagnostics(self, config, training):
+        """Flags evaluations whose predictions are all one class (or constant, regression)."""
+        if self.glue_task.is_regression:
+            return Diagnostics([degenerate.ConstantRegression()],
+                               diagnostic_metrics=degenerate.REGRESSION_METRICS)
+        return Diagnostics([degenerate.OneAnswer("class", "eval_accuracy")],
+                           diagnostic_metrics=degenerate.ONE_ANSWER_METRICS)
 
 
 def write_predictions(output_dir: str, glue_task: GlueTask, guids: List[str],

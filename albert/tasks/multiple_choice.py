@@ -16,6 +16,8 @@ from albert.data.race import RaceExample, RaceFeatures
 from albert.modeling import AlbertMultipleChoice
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
                                      cross_entropy, softmax)
+from albert.training import degenerate
+from albert.training.diagnostics import Diagnostics
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -77,7 +79,15 @@ class MultipleChoiceTask(FineTuningTask):
             return None
         features = self.eval_features()
         logits = bucketed_logits(model, features, config.eval_batch_size, config.jit_compile)
-        return multiple_choice_metrics(logits, features["label_ids"], self.eval_parts)
+        metrics = multiple_choice_metrics(logits, features["label_ids"], self.eval_parts)
+        # What the degenerate-run check reads (kept out of the journal's metrics).
+        metrics.update(degenerate.answer_shares(logits.argmax(axis=-1), features["label_ids"]))
+        return metrics
+
+    def diagnostics(self, config, training):
+        """Flags evaluations in which every question gets the same option."""
+        return Diagnostics([degenerate.OneAnswer("option", self.best_metric)],
+                           diagnostic_metrics=degenerate.ONE_ANSWER_METRICS)
 
 
 def write_race_predictions(output_dir: str, examples: Sequence[RaceExample], logits: np.ndarray,

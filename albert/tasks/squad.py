@@ -30,7 +30,11 @@ from albert.evaluation import squad_decoding, squad_metrics
 from albert.modeling import AlbertSquadV1, AlbertSquadV2
 from albert.tasks.finetuning import (TOKEN_FEATURES, FineTuningTask, bucketed_outputs,
                                      record_lengths, trim_to_longest)
+from albert import io
+from albert.training import degenerate
+from albert.training.diagnostics import Diagnostics
 from albert.training.inputs import TaskInput
+from albert.training.run_directory import TRAIN_LOG
 
 logger = logging.getLogger("albert")
 
@@ -178,6 +182,10 @@ class SquadTask(FineTuningTask):
                           ) -> Optional[Dict[str, float]]:
         """Decodes every question, writes the prediction files, returns the scores (None
         when the predict file has no gold answers to score against)."""
+        return self._predict_and_score(model, batch_size, jit_compile)[0]
+
+    def _predict_and_score(self, model, batch_size: int, jit_compile: bool):
+        """(scores or None, {question id: answer})."""
         evaluation = self.evaluation
         decoded = self.decode(self.raw_outputs(model, batch_size, jit_compile))
         scores, predictions = None, decoded.predictions(evaluation.null_score_diff_threshold)
@@ -197,9 +205,42 @@ class SquadTask(FineTuningTask):
             scores = squad_metrics.evaluate_v1(evaluation.dataset, predictions,
                                                warn=logger.warning)
         squad_decoding.write_prediction_files(evaluation.output_dir, decoded, predictions)
-        return scores
+        return scores, predictions
 
     def evaluate(self, model, config):
         if self.evaluation is None:
             return None
-        return self.predict_and_score(model, config.eval_batch_size, config.jit_compile)
+        scores, predictions = self._predict_and_score(model, config.eval_batch_size,
+                                                      config.jit_compile)
+        if scores is not None:
+            # What the degenerate-run checks read (kept out of the journal's metrics).
+            scores.update(degenerate.empty_share(predictions.values()))
+        return scores
+
+    def diagnostics(self, config, training):
+        """Flags evaluations whose predictions are all empty, or whose training loss is no
+        better than predicting answer positions without reading the text."""
+        if training:
+            return None  # the checks run after evaluations only
+        checks = [degenerate.NoAnswers()]
+        if self.train_cache is not None:
+            checks.append(degenerate.ContentBlindLoss(
+                self.blind_loss(), io.join(config.output_dir, TRAIN_LOG)))
+        return Diagnostics(checks, diagnostic_metrics=degenerate.SQUAD_METRICS)
+
+    def blind_loss(self, max_records: int = 20000) -> float:
+        """The training loss of a model that never reads the text, from the answer positions
+        of the first `max_records` training windows (`degenerate.position_prior_loss`)."""
+        names = ("start_positions", "end_positions", "is_impossible")
+        spec = {name: tf.io.FixedLenFeature([], tf.int64) for name in names}
+        dataset = tf.data.TFRecordDataset(self.train_cache).take(max_records).batch(1024).map(
+            lambda records: tf.io.parse_example(records, spec))
+        values = {name: [] for name in names}
+        for batch in dataset:
+            for name in names:
+                values[name].extend(batch[name].numpy().tolist())
+        if not values["start_positions"]:
+            return float("nan")
+        return degenerate.position_prior_loss(
+            values["start_positions"], values["end_positions"],
+            values["is_impossible"] if self.version_2 else None)

@@ -49,9 +49,15 @@ class Finding:
     step: int
     message: str
     numbers: Dict[str, float]
+    #: the evaluated model is degenerate (it answers without using its input): the
+    #: evaluation's journal entry says so (`degenerate: true` and the reason)
+    degenerate: bool = False
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "step": self.step, "message": self.message, **self.numbers}
+        found = {"kind": self.kind, "step": self.step, "message": self.message, **self.numbers}
+        if self.degenerate:
+            found["degenerate"] = True
+        return found
 
 
 class Check:
@@ -163,7 +169,9 @@ class Diagnostics:
     def _report(self, finding: Optional[Finding]) -> Optional[Finding]:
         if finding is None:
             return None
-        if finding.kind not in self._warned:
+        # A degenerate evaluation is said at every evaluation it happens in: a run can
+        # start degenerate and recover, and the log should say which checkpoints were.
+        if finding.degenerate or finding.kind not in self._warned:
             self._warned.add(finding.kind)
             logger.warning("Step %d: %s", finding.step, finding.message)
         return finding

@@ -35,6 +35,10 @@ EVAL_JSON = "eval_results.json"
 EVAL_TXT = "eval_results.txt"
 TENSORBOARD = "tensorboard"
 FINDINGS = "findings"  # diagnostics' findings in eval_results.json (never in the .txt)
+# An evaluation of a model that answers without using its input (albert.training.degenerate):
+# `degenerate: true` and the reason in its entry of eval_results.json (never in the .txt).
+DEGENERATE, DEGENERATE_REASON = "degenerate", "degenerate_reason"
+NOT_METRICS = ("step", FINDINGS, DEGENERATE, DEGENERATE_REASON)
 
 
 class RunLock:
@@ -182,7 +186,9 @@ class RunDirectory:
         write; in the SQuAD layout with `best <metric> = <best value so far,
         this one included>` and the line, as the original SQuAD scripts write.
         `findings` of the run's diagnostics (`albert.training.diagnostics`)
-        go into the entry's `findings` list, in the JSON only.
+        go into the entry's `findings` list, in the JSON only; when one says
+        the evaluated model is degenerate, the entry also gets
+        `degenerate: true` and `degenerate_reason`.
         """
         if not self.is_chief:
             return
@@ -191,6 +197,10 @@ class RunDirectory:
         entry = dict(metrics, step=step)
         if findings:
             entry[FINDINGS] = findings
+            reasons = [finding["message"] for finding in findings if finding.get(DEGENERATE)]
+            if reasons:
+                entry[DEGENERATE] = True
+                entry[DEGENERATE_REASON] = "; ".join(reasons)
         results["evaluations"].append(entry)
         results["evaluations"].sort(key=lambda e: e["step"])
         results["best"] = best
@@ -224,7 +234,7 @@ class RunDirectory:
         layout, best_metric = results.get("layout", ["pretraining", None])
         lines, best_so_far = [], -1
         for entry in results["evaluations"]:
-            values = {k: v for k, v in entry.items() if k not in ("step", FINDINGS)}
+            values = {k: v for k, v in entry.items() if k not in NOT_METRICS}
             lines += [f"{key} = {value}" for key, value in
                       sorted(dict(values, global_step=entry["step"]).items())]
             if layout == "finetuning":

@@ -24,9 +24,15 @@ def reference_schedule(step, lr, total, warmup, start=0, power=1.0):
 
 
 class NumpyReference:
-    """The original optimizers, transcribed: no bias correction, wd inside the update."""
+    """The original optimizers, transcribed: no bias correction, wd inside the update.
 
-    def __init__(self, weights, lamb, schedule_args):
+    With `bias_correction`, Hugging Face's / Keras's bias-corrected AdamW
+    (`m / (sqrt(v) + eps)` scaled by `sqrt(1 - 0.999^t) / (1 - 0.9^t)`), with the
+    same decay, exclusions and clip.
+    """
+
+    def __init__(self, weights, lamb, schedule_args, bias_correction=False):
+        self.bias_correction = bias_correction
         self.weights = {k: v.astype(np.float64) for k, v in weights.items()}
         self.m = {k: np.zeros_like(v) for k, v in self.weights.items()}
         self.v = {k: np.zeros_like(v) for k, v in self.weights.items()}
@@ -35,6 +41,7 @@ class NumpyReference:
     def apply(self, grads):
         grads = {k: g.astype(np.float64) for k, g in grads.items()}
         norm = np.sqrt(sum(np.sum(g ** 2) for g in grads.values()))
+        self.clipped = getattr(self, "clipped", 0) + (norm > 1.0)
         grads = {k: g * 1.0 / max(norm, 1.0) for k, g in grads.items()}
         lr = reference_schedule(self.step, *self.schedule_args)
         for name, g in grads.items():
@@ -42,6 +49,9 @@ class NumpyReference:
             self.m[name] = 0.9 * self.m[name] + 0.1 * g
             self.v[name] = 0.999 * self.v[name] + 0.001 * g ** 2
             update = self.m[name] / (np.sqrt(self.v[name]) + 1e-6)
+            if self.bias_correction:
+                t = self.step + 1
+                update = update * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
             excluded = any(re.search(p, name) for p in EXCLUDE)
             if not excluded:
                 update = update + 0.01 * w
@@ -53,16 +63,18 @@ class NumpyReference:
         self.step += 1
 
 
-@pytest.mark.parametrize("optimizer_name", ["adamw", "lamb"])
-def test_updates_match_the_original_rule_over_several_steps(optimizer_name):
+@pytest.mark.parametrize("optimizer_name, bias_correction",
+                         [("adamw", False), ("lamb", False), ("adamw", True), ("lamb", True)])
+def test_updates_match_the_original_rule_over_several_steps(optimizer_name, bias_correction):
     config = tiny_config(hidden_dropout_prob=0.0)
     model = AlbertPretrainer(config)
     names = model_variables(model)
     path_to_name = {variable.path: name for name, variable in names.items()}
     schedule_args = (0.01, 20, 3, 0, 1.0)
-    optimizer = create_optimizer(optimizer_name, *schedule_args, variable_names=path_to_name)
+    optimizer = create_optimizer(optimizer_name, *schedule_args, variable_names=path_to_name,
+                                 bias_correction=bias_correction)
     reference = NumpyReference({n: np.array(v.numpy()) for n, v in names.items()},
-                               optimizer_name == "lamb", schedule_args)
+                               optimizer_name == "lamb", schedule_args, bias_correction)
     variables = [names[n] for n in names]
     labels_rng = np.random.default_rng(0)
     for step in range(6):
@@ -79,6 +91,7 @@ def test_updates_match_the_original_rule_over_several_steps(optimizer_name):
     for name, variable in names.items():
         np.testing.assert_allclose(variable.numpy(), reference.weights[name], atol=1e-6, rtol=0,
                                    err_msg=name)
+    assert reference.clipped, "no step exercised the clip"
 
 
 def test_exclusions_use_the_original_names():
