@@ -7,17 +7,39 @@ ignored" and drops it: the run goes on as if nothing happened. The scripts
 install `handle_ctrl_c`, which also remembers the request, and the training
 loop calls `raise_if_requested` between steps, so a dropped interrupt still
 stops the run at the next step.
+
+Some work must finish once begun: a checkpoint whose files are on disk but
+not yet listed in the `checkpoint` state file would be invisible to the next
+run. `deferred()` holds a Ctrl-C until such a block is done.
 """
 
+import contextlib
 import signal
 
 _requested = False
+_deferring = False
 
 
 def _on_sigint(signum, frame):
     global _requested
     _requested = True
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred():
+    """Runs the block to its end even when Ctrl-C comes in the middle; the interrupt is
+    raised right after it (with the remembering handler installed)."""
+    global _deferring
+    outer = _deferring
+    _deferring = True
+    try:
+        yield
+    finally:
+        _deferring = outer
+    if not outer:
+        raise_if_requested()
 
 
 def handle_ctrl_c() -> None:

@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
-from albert import io
+from albert import interrupts, io
 from albert.checkpoints.naming import GLOBAL_STEP, OPTIMIZER_SLOTS, slot_name
 from albert.checkpoints.tf1 import checkpoint_files, save_tensors
 from albert.checkpoints.weights import model_variables
@@ -112,6 +112,12 @@ class TrainingCheckpoints:
             return prefix
         tensors = {name: _value(variable)
                    for name, variable in checkpoint_variables(model, optimizer).items()}
+        # Files, training state and the listing go together: a Ctrl-C in between would leave
+        # a complete checkpoint that the next run cannot see.
+        with interrupts.deferred():
+            return self._write(step, prefix, tensors, model, optimizer)
+
+    def _write(self, step, prefix, tensors, model, optimizer) -> str:
         temporary = io.temporary_name(prefix)
         try:
             save_tensors(temporary, tensors)
@@ -140,10 +146,12 @@ class TrainingCheckpoints:
         keep = set(steps[-self.keep_checkpoint_max:]) | set(protected)
         dropped = [step for step in steps if step not in keep]
         if dropped:
-            self._write_state([step for step in steps if step in keep])
-            for step in dropped:
-                for path in list(checkpoint_files(self.prefix(step))) + [self.state_path(step)]:
-                    io.remove_if_exists(path)
+            with interrupts.deferred():  # no half-deleted checkpoint left behind
+                self._write_state([step for step in steps if step in keep])
+                for step in dropped:
+                    for path in (list(checkpoint_files(self.prefix(step)))
+                                 + [self.state_path(step)]):
+                        io.remove_if_exists(path)
         return dropped
 
     def _write_state(self, steps: List[int]) -> None:
