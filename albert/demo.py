@@ -138,11 +138,9 @@ def main(argv=None) -> None:
 
 def pretraining_precision(choice: str) -> str:
     """The --mixed_precision of the demo's pretraining; "auto" asks this CPU, never assumes."""
-    if choice != "auto":
-        return choice
-    from albert.training.cpu_features import has_native_bfloat16
+    from albert.training.cpu_features import resolve_mixed_precision
 
-    return "mixed_bfloat16" if has_native_bfloat16() else "none"
+    return resolve_mixed_precision(choice)
 
 
 def print_sentence_order_vs_chance(evaluations: list, heldout_summary: str) -> None:

@@ -95,6 +95,20 @@ def test_scales_shrink_widths_and_depth_but_keep_heads_and_sharing():
             paper.learning_rate) == (4096, 512, 125000, 0.00176)
 
 
+def test_cpu_scale_pretrains_in_bfloat16_only_where_this_cpu_has_it(tmp_path, monkeypatch):
+    from albert.paper import reproduce
+    from albert.training import cpu_features
+
+    cell = TABLES[5].cells[2]
+    for native, expected in ((True, "mixed_bfloat16"), (False, "none")):
+        monkeypatch.setattr(cpu_features, "has_native_bfloat16", lambda native=native: native)
+        commands = {name: reproduce.Reproduction(str(tmp_path), SCALES[name], "c", "h",
+                                                 execute=False).pretraining_command(cell)
+                    for name in ("cpu", "tiny")}
+        assert f"--mixed_precision={expected}" in commands["cpu"]
+        assert not any(arg.startswith("--mixed_precision") for arg in commands["tiny"])
+
+
 def _text(path: str) -> str:
     with open(path, encoding="utf-8") as handle:
         return handle.read()

@@ -212,6 +212,11 @@ class Reproduction:
                    "--keep_checkpoint_max=0", "--max_eval_steps=1000000"]
         if scale.width_divisor > 1:
             command.append("--steps_per_loop=50")  # small models: fewer host round trips
+        if scale.mixed_precision is not None:
+            # Inside: the albert.training package loads TensorFlow, which the runner never needs.
+            from albert.training.cpu_features import resolve_mixed_precision
+
+            command.append(f"--mixed_precision={resolve_mixed_precision(scale.mixed_precision)}")
         if cell.sentence_task == "None":
             command.append("--nosentence_objective")
         if cell.warm_start_from is not None:

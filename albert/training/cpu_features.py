@@ -31,3 +31,11 @@ def has_native_bfloat16(features: FrozenSet[str] = None) -> bool:
     """True when the CPU computes bfloat16 dot products in hardware."""
     features = cpu_features() if features is None else features
     return bool(features & NATIVE_BFLOAT16_FLAGS)
+
+
+def resolve_mixed_precision(choice: str) -> str:
+    """A --mixed_precision value with "auto" decided by this CPU: mixed_bfloat16 where it
+    computes bfloat16 natively, none elsewhere (emulated bfloat16 is slower than float32)."""
+    if choice != "auto":
+        return choice
+    return "mixed_bfloat16" if has_native_bfloat16() else "none"
