@@ -16,12 +16,52 @@ score) and, when a threshold is given, a constant float32 `threshold`.
 import math
 from typing import Optional
 
-import keras
 import tensorflow as tf
 
 from albert import io
+from albert.export.tracking import Untracked, tf_variables
 
 FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
+class TaskExport(tf.__internal__.tracking.AutoTrackable):
+    """The task SavedModel's root: `serving_default` (serialised examples) and `serve_tensors`
+    (the three int32 tensors), with `variables` / `trainable_variables` holding each weight once."""
+
+    def __init__(self, model, max_seq_length: int, regression: bool,
+                 threshold: Optional[float], num_choices: Optional[int]):
+        super().__init__()
+        self._model = Untracked(model)
+        self._regression = regression
+        self._threshold = None if threshold is None or math.isnan(threshold) else float(threshold)
+        self.variables = tf_variables(model.variables)
+        self.trainable_variables = tf_variables(model.trainable_variables)
+        width = max_seq_length * (num_choices or 1)
+        self._shape = ([-1, max_seq_length] if num_choices is None
+                       else [-1, num_choices, max_seq_length])
+        self._spec = {name: tf.io.FixedLenFeature([width], tf.int64) for name in FEATURES}
+        rank = 2 if num_choices is None else 3
+        self.serve_tensors = tf.function(self._outputs, input_signature=[
+            tf.TensorSpec([None] * rank, tf.int32, name=name) for name in FEATURES])
+        self.serving_default = tf.function(self._serve_examples, input_signature=[
+            tf.TensorSpec([None], tf.string, name="examples")])
+
+    def _outputs(self, input_ids, input_mask, segment_ids):
+        logits = self._model.model({"input_word_ids": input_ids, "input_mask": input_mask,
+                                    "input_type_ids": segment_ids}, training=False)["logits"]
+        if self._regression:
+            result = {"probabilities": logits, "predictions": logits[:, 0]}
+        else:
+            result = {"probabilities": tf.nn.softmax(logits, axis=-1),
+                      "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        if self._threshold is not None:
+            result["threshold"] = tf.constant(self._threshold, tf.float32)
+        return result
+
+    def _serve_examples(self, examples):
+        parsed = tf.io.parse_example(examples, self._spec)
+        return self._outputs(*(tf.reshape(tf.cast(parsed[name], tf.int32), self._shape)
+                               for name in FEATURES))
 
 
 def export_classifier(model, export_dir: str, max_seq_length: int, regression: bool = False,
@@ -29,33 +69,9 @@ def export_classifier(model, export_dir: str, max_seq_length: int, regression: b
                       overwrite: bool = False) -> str:
     """Writes the SavedModel of `model` (an `AlbertClassifier`, or an `AlbertMultipleChoice`
     with `num_choices`) to `export_dir`, atomically."""
-    width = max_seq_length * (num_choices or 1)
-    shape = [-1, max_seq_length] if num_choices is None else [-1, num_choices, max_seq_length]
-    spec = {name: tf.io.FixedLenFeature([width], tf.int64) for name in FEATURES}
-
-    def outputs(input_ids, input_mask, segment_ids):
-        logits = model({"input_word_ids": input_ids, "input_mask": input_mask,
-                        "input_type_ids": segment_ids}, training=False)["logits"]
-        if regression:
-            result = {"probabilities": logits, "predictions": logits[:, 0]}
-        else:
-            result = {"probabilities": tf.nn.softmax(logits, axis=-1),
-                      "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-        if threshold is not None and not math.isnan(threshold):
-            result["threshold"] = tf.constant(threshold, tf.float32)
-        return result
-
-    def serve_examples(examples):
-        parsed = tf.io.parse_example(examples, spec)
-        return outputs(*(tf.reshape(tf.cast(parsed[name], tf.int32), shape) for name in FEATURES))
-
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint("serving_default", serve_examples,
-                         input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
-    rank = 2 if num_choices is None else 3
-    archive.add_endpoint("serve_tensors", outputs, input_signature=[
-        tf.TensorSpec([None] * rank, tf.int32, name=name) for name in FEATURES])
+    root = TaskExport(model, max_seq_length, regression, threshold, num_choices)
+    options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
     with io.new_directory(export_dir, overwrite) as scratch:
-        archive.write_out(scratch, verbose=False)
+        tf.saved_model.save(root, scratch, options=options, signatures={
+            "serving_default": root.serving_default, "serve_tensors": root.serve_tensors})
     return export_dir

@@ -37,6 +37,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert import io
+from albert.export.tracking import Untracked, tf_variables
 from albert.native_logs import TFLITE_CONVERTER_NOISE, filtered_stderr
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -63,8 +64,8 @@ class _MaskedLM(_Trackable):
 
     def __init__(self, pretrainer):
         super().__init__()
-        self._pretrainer = pretrainer
-        self._variables = [v.value for v in pretrainer.variables]   # the heads' too
+        self._pretrainer = Untracked(pretrainer)
+        self._variables = tf_variables(pretrainer.variables)   # the heads' too
         spec = dict(_input_spec(), masked_lm_positions=tf.TensorSpec(
             [None, None], tf.int32, name="masked_lm_positions"))
         self.__call__ = tf.function(self._call)
@@ -72,7 +73,7 @@ class _MaskedLM(_Trackable):
             self.__call__.get_concrete_function(spec, training=training)
 
     def _call(self, inputs, training=False):
-        outputs = self._pretrainer(inputs, training=training)
+        outputs = self._pretrainer.model(inputs, training=training)
         return dict(_encoder_outputs(outputs), mlm_logits=outputs["mlm_logits"])
 
 
@@ -90,10 +91,10 @@ class EncoderExport(_Trackable):
                  spm_model_file: Optional[str] = None):
         super().__init__()
         encoder = getattr(model, "encoder", model)
-        self._encoder = encoder
+        self._encoder = Untracked(encoder)
         # hub.KerasLayer and TFSMLayer read these lists to train or freeze the encoder.
-        self.variables = [v.value for v in encoder.variables]
-        self.trainable_variables = [v.value for v in encoder.trainable_variables]
+        self.variables = tf_variables(encoder.variables)
+        self.trainable_variables = tf_variables(encoder.trainable_variables)
         self.regularization_losses = []
         if encoder is not model:
             self.mlm = _MaskedLM(model)
@@ -102,7 +103,7 @@ class EncoderExport(_Trackable):
         from albert.checkpoints import model_variables
 
         named = model_variables(model)
-        self.albert_weights = [variable.value for variable in named.values()]
+        self.albert_weights = tf_variables(named.values())
         self.albert_weight_names = tf.function(
             lambda: tf.constant(list(named), tf.string), input_signature=[])
         self.__call__ = tf.function(self._call)
@@ -122,7 +123,7 @@ class EncoderExport(_Trackable):
             self.sp_model_file = tf.saved_model.Asset(spm_path)
 
     def _call(self, inputs, training=False):
-        return _encoder_outputs(self._encoder(inputs, training=training))
+        return _encoder_outputs(self._encoder.model(inputs, training=training))
 
     def _serve(self, inputs, training=False):
         outputs = self._call(inputs, training=training)
@@ -283,14 +284,14 @@ class _StaticModel(_Trackable):
 
     def __init__(self, model, input_shape, output_names):
         super().__init__()
-        self._model = model
-        self._variables = [v.value for v in model.variables]
+        self._model = Untracked(model)
+        self._variables = tf_variables(model.variables)
         self._output_names = tuple(output_names)
         specs = [tf.TensorSpec(input_shape, tf.int32, name=key) for key in INPUT_KEYS]
         self.serve = tf.function(self._serve, input_signature=specs)
 
     def _serve(self, input_word_ids, input_mask, input_type_ids):
-        outputs = self._model({"input_word_ids": input_word_ids, "input_mask": input_mask,
+        outputs = self._model.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
                                "input_type_ids": input_type_ids}, training=False)
         return {name: outputs[name] for name in self._output_names}
 
