@@ -8,11 +8,18 @@ r"""Export a checkpoint as TF-Hub-style SavedModels: `encoder/` and `preprocesso
 encoder is written to <export_dir>/encoder (with an `mlm` sub-object when the
 checkpoint holds the pretraining heads), the preprocessor, when a
 SentencePiece model is given, to <export_dir>/preprocessor, and with --tflite
-the encoder for one [1, --seq_length] sequence to <export_dir>/encoder.tflite.
+the encoder to <export_dir>/encoder.tflite (any batch size; one signature per
+length bucket up to --seq_length, so short text runs short).
 With --task=classifier or --task=multiple_choice, a fine-tuned checkpoint is
 exported with its head to <export_dir>/<task>/ (serialized tf.train.Example
 in, probabilities and predictions out, as run_classifier.py --export_dir) and,
-with --tflite, to <export_dir>/<task>.tflite (logits of one example).
+with --tflite, to <export_dir>/<task>.tflite (logits).
+
+    python -m albert.export ... --quantize=int8 --calibration_file=my_text.txt
+
+quantises the .tflite file (float16, dynamic_int8 or full-integer int8,
+calibrated on your own text) and writes quantization_report.json: its size
+and its error against float32 on text it was not calibrated on.
 Load them with
 `hub.KerasLayer(path)` (tf-keras) or `keras.layers.TFSMLayer(path)`
 (Keras 3); see the README.
@@ -42,8 +49,18 @@ flags.DEFINE_enum("task", "encoder", ["encoder", "classifier", "multiple_choice"
                   "written to <export_dir>/<task>/ with run_classifier.py's serving contract.")
 flags.DEFINE_integer("num_choices", 4, "Options per example of a multiple_choice model.")
 flags.DEFINE_bool("tflite", False,
-                  "Also write encoder.tflite (with --task, <task>.tflite): one example of "
-                  "--seq_length tokens, built-in TFLite ops only.")
+                  "Also write encoder.tflite (with --task, <task>.tflite): built-in TFLite ops "
+                  "only, any batch size, a signature per length bucket (length_16, length_32, "
+                  "... below --seq_length; serving_default at --seq_length).")
+flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic_int8", "int8"],
+                  "Quantisation of the .tflite file (implies --tflite): float16 weights; int8 "
+                  "weights with activations quantised on the fly (dynamic_int8); or full integer "
+                  "int8, calibrated on --calibration_file. Writes quantization_report.json.")
+flags.DEFINE_string("calibration_file", None,
+                    "Your own text, one example per line (a tab between the two texts of a "
+                    "pair), tokenized with --spm_model_file: int8 calibrates on its first half; "
+                    "quantization_report.json measures the error against float32 on the rest "
+                    "(on every line for the other modes).")
 cli.define_config_flags()
 flags.adopt_module_key_flags(cli)  # --help lists --allow_unknown_config_keys too
 flags.mark_flags_as_required(["init_checkpoint", "export_dir"])
@@ -58,6 +75,13 @@ def main(argv):
 
     if FLAGS.seq_length < 2:
         raise InputError(f"--seq_length must be at least 2, got {FLAGS.seq_length}")
+    tflite = FLAGS.tflite or FLAGS.quantize != "none"
+    if FLAGS.quantize == "int8" and not FLAGS.calibration_file:
+        raise InputError("--quantize=int8 needs --calibration_file: text like the text the "
+                         "model will see, one example per line")
+    if FLAGS.calibration_file and not (tflite and FLAGS.spm_model_file):
+        raise InputError("--calibration_file is read for a .tflite export (--tflite or "
+                         "--quantize) and is tokenized with --spm_model_file; pass both")
     config = (cli.load_albert_config(FLAGS.albert_config_file) if FLAGS.albert_config_file
               else None)
     tokenizer = None
@@ -65,6 +89,11 @@ def main(argv):
         tokenizer = load_tokenizer(None, FLAGS.spm_model_file, FLAGS.do_lower_case)
         require_special_tokens(tokenizer)
     task = None if FLAGS.task == "encoder" else FLAGS.task
+    calibration_texts = None
+    if FLAGS.calibration_file:
+        from albert.export.quantization import read_calibration_texts
+
+        calibration_texts = read_calibration_texts(FLAGS.calibration_file)
     weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config,
                                       heads="required" if task else "optional",
                                       head=task or PRETRAINING_HEAD)
@@ -75,11 +104,12 @@ def main(argv):
         from albert.export.hub import export_task_model
 
         written = export_task_model(config, weights, task, FLAGS.export_dir, FLAGS.seq_length,
-                                    FLAGS.num_choices, FLAGS.overwrite, FLAGS.tflite)
+                                    FLAGS.num_choices, FLAGS.overwrite, tflite, FLAGS.quantize,
+                                    calibration_texts, tokenizer)
     else:
         written = export_hub_models(config, weights, tokenizer, FLAGS.spm_model_file,
                                     FLAGS.export_dir, FLAGS.seq_length, FLAGS.overwrite,
-                                    FLAGS.tflite)
+                                    tflite, FLAGS.quantize, calibration_texts)
     logging.info("Wrote %s", ", ".join(written))
 
 

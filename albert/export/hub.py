@@ -34,11 +34,11 @@ the vocabulary.
 
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 
 from albert import io
 from albert.export.tracking import Untracked, tf_variables
-from albert.native_logs import TFLITE_CONVERTER_NOISE, filtered_stderr
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 CONFIG_ASSET = "albert_config.json"
@@ -238,20 +238,28 @@ def build_export_model(config, weights):
     return model
 
 
+def _tflite_outputs(file_name: str, quantization: str, calibration_texts) -> list:
+    from albert.export.quantization import REPORT_FILE
+
+    return [file_name] + ([REPORT_FILE] if calibration_texts or quantization != "none" else [])
+
+
 def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str], export_dir: str,
                       seq_length: int = 128, overwrite: bool = False,
-                      tflite: bool = False) -> list:
+                      tflite: bool = False, quantization: str = "none",
+                      calibration_texts=None) -> list:
     """Writes `encoder/` (and, with a SentencePiece model, `preprocessor/`; with `tflite`,
-    `encoder.tflite` for `[1, seq_length]`) into `export_dir`.
+    `encoder.tflite`, quantised by `quantization`, with a signature per length bucket up to
+    `seq_length`, and its `quantization_report.json`) into `export_dir`.
 
     Each directory is written to a scratch directory and moved into place
     only when complete; existing ones are refused unless `overwrite`.
-    Returns the directories written.
+    Returns the paths written.
     """
     from albert.errors import InputError
 
     targets = ([ENCODER_DIR] + ([PREPROCESSOR_DIR] if spm_model_file else [])
-               + ([TFLITE_FILE] if tflite else []))
+               + (_tflite_outputs(TFLITE_FILE, quantization, calibration_texts) if tflite else []))
     existing = [name for name in targets if io.exists(io.join(export_dir, name))]
     if existing and not overwrite:
         raise InputError(f"{export_dir} already holds {', '.join(existing)}; pass --overwrite "
@@ -269,76 +277,81 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
             save(PreprocessorExport(tokenizer, assets, spm_model_file, seq_length), scratch)
         written.append(io.join(export_dir, PREPROCESSOR_DIR))
     if tflite:
-        io.write_bytes_atomically(io.join(export_dir, TFLITE_FILE), tflite_model(
-            getattr(model, "encoder", model), [1, seq_length],
-            ["pooled_output", "sequence_output"]))
-        written.append(io.join(export_dir, TFLITE_FILE))
+        written += write_tflite(getattr(model, "encoder", model), export_dir, TFLITE_FILE,
+                                seq_length, ["pooled_output", "sequence_output"], quantization,
+                                calibration_texts, tokenizer)
     return written
 
 
 TFLITE_FILE = "encoder.tflite"
 
 
-class _StaticModel(_Trackable):
-    """A model with fixed-shape inputs (the shape TFLite runs) and some of its outputs."""
+def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output_names,
+                 quantization: str = "none", calibration_texts=None, tokenizer=None,
+                 num_choices=None, regression: bool = False) -> list:
+    """`<export_dir>/<file_name>` (a signature per length bucket, `quantization`) and, with
+    calibration text, `quantization_report.json`. Returns the paths written."""
+    import json
 
-    def __init__(self, model, input_shape, output_names):
-        super().__init__()
-        self._model = Untracked(model)
-        self._variables = tf_variables(model.variables)
-        self._output_names = tuple(output_names)
-        specs = [tf.TensorSpec(input_shape, tf.int32, name=key) for key in INPUT_KEYS]
-        self.serve = tf.function(self._serve, input_signature=specs)
+    from albert.export import quantization as quant
+    from albert.export.tflite import convert
+    from albert.export.tflite_runner import TFLiteRunner
 
-    def _serve(self, input_word_ids, input_mask, input_type_ids):
-        outputs = self._model.model({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                               "input_type_ids": input_type_ids}, training=False)
-        return {name: outputs[name] for name in self._output_names}
-
-
-def tflite_model(model, input_shape, output_names) -> bytes:
-    """A TFLite flatbuffer of `model` for inputs of `input_shape` (e.g. `[1, 128]`).
-
-    Built-in TFLite ops only (no Flex delegate needed): the model is written
-    with matrix products, gathers and element-wise ops. Its `serving_default`
-    signature takes `input_word_ids`, `input_mask`, `input_type_ids` and
-    returns `output_names` (e.g. `pooled_output`, `sequence_output`; `logits`).
-    """
-    with io.local_scratch_dir() as scratch, filtered_stderr(TFLITE_CONVERTER_NOISE):
-        root = _StaticModel(model, input_shape, output_names)
-        save(root, scratch, signatures={"serving_default": root.serve})
-        converter = tf.lite.TFLiteConverter.from_saved_model(scratch)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        return converter.convert()
+    calibration = report_inputs = None
+    if calibration_texts:
+        calibrate, measure = quant.split_roles(calibration_texts, quantization)
+        if calibrate:
+            calibration = quant.calibration_by_bucket(
+                quant.encode_texts(calibrate, tokenizer, seq_length, num_choices), seq_length)
+        report_inputs = quant.encode_texts(measure, tokenizer, seq_length, num_choices)
+    content = convert(model, seq_length, output_names, quantization, calibration, num_choices)
+    path = io.join(export_dir, file_name)
+    io.write_bytes_atomically(path, content)
+    written = [path]
+    if calibration_texts or quantization != "none":
+        empty = {key: np.zeros([0, seq_length], np.int32) for key in INPUT_KEYS}
+        float32_bytes = len(content) if quantization == "none" else len(
+            convert(model, seq_length, output_names, "none", None, num_choices))
+        report = quant.quantization_report(model, TFLiteRunner(content), report_inputs or empty,
+                                           output_names, quantization, len(content),
+                                           float32_bytes, regression)
+        report_path = io.join(export_dir, quant.REPORT_FILE)
+        io.write_text_atomically(report_path, json.dumps(report, indent=2) + "\n")
+        written.append(report_path)
+    return written
 
 
 def export_task_model(config, weights, head: str, export_dir: str, seq_length: int,
-                      num_choices: int = 4, overwrite: bool = False, tflite: bool = False) -> list:
+                      num_choices: int = 4, overwrite: bool = False, tflite: bool = False,
+                      quantization: str = "none", calibration_texts=None,
+                      tokenizer=None) -> list:
     """A fine-tuned checkpoint with its head: `<export_dir>/<head>/` with the serving contract
-    of `albert.export.classifier` (and `<head>.tflite` for one example)."""
+    of `albert.export.classifier` (and `<head>.tflite`, its logits, as `write_tflite` writes
+    it)."""
     from albert.checkpoints import assign_model_weights, find_head
     from albert.export.classifier import export_classifier
     from albert.modeling import AlbertClassifier, AlbertMultipleChoice
 
     from albert.errors import InputError
 
-    target, tflite_path = io.join(export_dir, head), io.join(export_dir, f"{head}.tflite")
-    taken = [path for path in [target] + ([tflite_path] if tflite else [])
+    target = io.join(export_dir, head)
+    lite = ([io.join(export_dir, name) for name in
+             _tflite_outputs(f"{head}.tflite", quantization, calibration_texts)] if tflite else [])
+    taken = [path for path in [target] + lite
              if io.exists(path) and (not io.isdir(path) or io.listdir(path))]
     if taken and not overwrite:
         raise InputError(f"{', '.join(taken)} already exist(s); pass --overwrite or choose "
                          "another --export_dir")
     _, dims = find_head(weights, prefer=head)
-    if head == "classifier":
-        model, shape = AlbertClassifier(config, dims["C"]), [1, seq_length]
-    else:
-        model, shape = AlbertMultipleChoice(config, num_choices), [1, num_choices, seq_length]
+    choices = num_choices if head == "multiple_choice" else None
+    model = (AlbertClassifier(config, dims["C"]) if head == "classifier"
+             else AlbertMultipleChoice(config, num_choices))
     assign_model_weights(model, weights, "the checkpoint to export")
-    export_classifier(model, target, seq_length, regression=head == "classifier" and dims["C"] == 1,
-                      num_choices=num_choices if head == "multiple_choice" else None,
+    regression = head == "classifier" and dims["C"] == 1
+    export_classifier(model, target, seq_length, regression=regression, num_choices=choices,
                       overwrite=overwrite)
     written = [target]
     if tflite:
-        io.write_bytes_atomically(tflite_path, tflite_model(model, shape, ["logits"]))
-        written.append(tflite_path)
+        written += write_tflite(model, export_dir, f"{head}.tflite", seq_length, ["logits"],
+                                quantization, calibration_texts, tokenizer, choices, regression)
     return written
