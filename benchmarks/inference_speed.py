@@ -1,0 +1,252 @@
+"""Classifier inference on short real sentences: ours (Keras, TFLite float / quantised) vs
+Hugging Face at its best CPU configuration, float32 and int8, side by side in one run.
+
+    python benchmarks/inference_speed.py                     # ALBERT-base, max_seq_length 128
+    python benchmarks/inference_speed.py --max_seq_length=512 --output=results.json
+
+Data: the 200 movie-review sentences of Pang & Lee's polarity data (in the
+gensim wheel; SST-2's domain and lengths), tokenized as SST-2 features with a
+SentencePiece model trained on the demo corpus. One random-weight
+`AlbertClassifier` (2 labels), the same weights in every implementation
+(converted with our name table).
+
+Examples/s over all sentences, each implementation in its own process (rounds
+interleaved, median reported), batch `--batch_size`:
+* `ours_keras`: the fine-tuning scripts' evaluation path (`bucketed_logits`:
+  batches of similar length cut to their longest example).
+* `ours_tflite_<mode>`: `python -m albert.export --task=classifier` TFLite
+  files (`none`, `dynamic_int8`, `int8` calibrated on held-out demo-corpus
+  text, `float16`) run by `TFLiteRunner` (threads = cores available) on the
+  same sorted batches, each at the smallest length bucket that holds it.
+* `hf_sorted_sdpa`: `AlbertForSequenceClassification` (SDPA attention), batches
+  sorted by length and padded to their longest — what `group_by_length` and
+  dynamic padding give, its fastest float32 CPU setting here.
+* `hf_sorted_int8`: the same after `torch.ao.quantization.quantize_dynamic`
+  (int8 `nn.Linear`), its standard CPU int8.
+Each implementation's prediction agreement and largest logit difference with
+`ours_keras` are reported beside its rate (random weights: logits are small, so
+the difference says more than the agreement), and the CPU's features (AVX-512, VNNI, AMX) with it: compare
+figures measured in the same run only.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+TFLITE_MODES = ("none", "dynamic_int8", "int8", "float16")
+IMPLEMENTATIONS = ("ours_keras", *(f"ours_tflite_{mode}" for mode in TFLITE_MODES),
+                   "hf_sorted_sdpa", "hf_sorted_int8")
+
+
+def prepare(work_dir: str, max_seq_length: int, config_path: str):
+    """(features .npz, checkpoint dir, spm model, calibration file), made once per work_dir."""
+    from albert.checkpoints import model_weights, write_checkpoint
+    from albert.config import AlbertConfig
+    from albert.data.glue import TASKS, InputExample, convert_examples
+    from albert.datasets import sources
+    from albert.datasets.demo_corpus import build_demo_corpus
+    from albert.datasets.glue_demo import polarity_sentences
+    from albert.modeling import AlbertClassifier
+    from albert.tokenization import SentencePieceTokenizer
+    from albert.tokenization.training import train_sentencepiece
+
+    import keras
+
+    corpus = os.path.join(work_dir, "corpus")
+    build_demo_corpus(corpus)
+    spm = os.path.join(work_dir, "spm8000")
+    if not os.path.exists(spm + ".model"):
+        train_sentencepiece([os.path.join(corpus, "train.txt")], spm, vocab_size=8000)
+    tokenizer = SentencePieceTokenizer(spm + ".model")
+    features_path = os.path.join(work_dir, f"features_{max_seq_length}.npz")
+    if not os.path.exists(features_path):
+        sentences = polarity_sentences(sources.gensim_file(sources.PANG_LEE_POLARITY))
+        examples = [InputExample(str(i), tokenizer.preprocess(text), None, str(label))
+                    for i, (text, label) in enumerate(sentences)]
+        features = convert_examples(examples, TASKS["sst-2"], max_seq_length, tokenizer)
+        np.savez(features_path,
+                 input_word_ids=np.array([f.input_ids for f in features], np.int32),
+                 input_mask=np.array([f.input_mask for f in features], np.int32),
+                 input_type_ids=np.array([f.segment_ids for f in features], np.int32))
+    calibration = os.path.join(work_dir, "calibration.txt")
+    if not os.path.exists(calibration):
+        with open(os.path.join(corpus, "heldout.txt"), encoding="utf-8") as handle:
+            lines = [line for line in handle.read().split("\n") if line.strip()][:400]
+        with open(calibration, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+    checkpoint = os.path.join(work_dir, "classifier")
+    if not os.path.exists(os.path.join(checkpoint, "albert_config.json")):
+        keras.utils.set_random_seed(0)
+        config = AlbertConfig.from_json_file(config_path)
+        model = AlbertClassifier(config, num_labels=2)
+        write_checkpoint(model_weights(model), config, checkpoint, "tf1")
+    return features_path, checkpoint, spm + ".model", calibration
+
+
+def sorted_batches(features, batch_size):
+    """Row indices in batches of similar length (sorted by length), and each batch's width."""
+    lengths = features["input_mask"].sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        yield rows, int(lengths[rows].max())
+
+
+def tflite_file(args, checkpoint, spm, calibration, mode) -> str:
+    directory = os.path.join(args.work_dir, f"export_{args.max_seq_length}_{mode}")
+    path = os.path.join(directory, "classifier.tflite")
+    if not os.path.exists(path):
+        command = [sys.executable, "-m", "albert.export", f"--init_checkpoint={checkpoint}",
+                   f"--albert_config_file={checkpoint}/albert_config.json",
+                   f"--spm_model_file={spm}", f"--export_dir={directory}",
+                   "--task=classifier", f"--seq_length={args.max_seq_length}",
+                   f"--quantize={mode}", "--tflite", f"--calibration_file={calibration}"]
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(result.stderr[-3000:])
+    return path
+
+
+def run_implementation(args):
+    """{"rate": examples/s, "logits": [...], ...} of one implementation, in this process."""
+    features_path, checkpoint, spm, calibration = prepare(args.work_dir, args.max_seq_length,
+                                                         args.config)
+    features = dict(np.load(features_path))
+    total = len(features["input_mask"])
+    logits_out = np.zeros([total, 2], np.float32)
+    extra = {}
+
+    if args.impl == "ours_keras":
+        from albert.checkpoints import load_into_model
+        from albert.config import AlbertConfig
+        from albert.modeling import AlbertClassifier
+        from albert.tasks.finetuning import bucketed_logits
+
+        model = AlbertClassifier(AlbertConfig.from_json_file(f"{checkpoint}/albert_config.json"),
+                                 num_labels=2)
+        load_into_model(model, checkpoint, "tf1")
+
+        def run():
+            logits_out[:] = bucketed_logits(model, features, args.batch_size)
+    elif args.impl.startswith("ours_tflite_"):
+        from albert.export.tflite_runner import TFLiteRunner
+
+        path = tflite_file(args, checkpoint, spm, calibration, args.impl[len("ours_tflite_"):])
+        runner = TFLiteRunner(path)
+        extra = {"file_bytes": os.path.getsize(path), "threads": runner.num_threads}
+
+        def run():
+            for rows, _ in sorted_batches(features, args.batch_size):
+                logits_out[rows] = runner({k: v[rows] for k, v in features.items()})["logits"]
+    else:
+        import torch
+        import transformers
+
+        from albert.checkpoints import read_checkpoint, write_checkpoint
+        from albert.config import AlbertConfig
+
+        config = AlbertConfig.from_json_file(f"{checkpoint}/albert_config.json")
+        weights, _ = read_checkpoint(checkpoint, "tf1", config, heads="required",
+                                     head="classifier")
+        directory = tempfile.mkdtemp()
+        write_checkpoint(weights, config, directory, "hf", head="classifier")
+        model = transformers.AlbertForSequenceClassification.from_pretrained(
+            directory, attn_implementation="sdpa")
+        model.eval()
+        if args.impl == "hf_sorted_int8":
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                           dtype=torch.qint8)
+        extra = {"torch_threads": torch.get_num_threads()}
+
+        def run():
+            with torch.no_grad():
+                for rows, width in sorted_batches(features, args.batch_size):
+                    logits = model(**{name: torch.tensor(features[key][rows][:, :width],
+                                                         dtype=torch.long)
+                                      for name, key in (("input_ids", "input_word_ids"),
+                                                        ("attention_mask", "input_mask"),
+                                                        ("token_type_ids", "input_type_ids"))}
+                                   ).logits
+                    logits_out[rows] = logits.numpy()
+
+    run()   # warm-up: tracing, allocation
+    start = time.perf_counter()
+    run()
+    return dict(extra, rate=total / (time.perf_counter() - start),
+                logits=logits_out.tolist())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=os.path.join(REPO, "configs", "albert_base_v2.json"))
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))
+    parser.add_argument("--output", default=None, help="also write the report here (JSON)")
+    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(),
+                                                           "albert-inference-bench"))
+    parser.add_argument("--impl", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    if args.impl:
+        print(json.dumps(run_implementation(args)))
+        return
+    from albert.training.cpu_features import cpu_features
+
+    names = args.implementations.split(",")
+    base = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
+            f"--max_seq_length={args.max_seq_length}", f"--batch_size={args.batch_size}",
+            f"--work_dir={args.work_dir}"]
+    runs = {name: [] for name in names}
+    for round_index in range(args.rounds):
+        for name in names:
+            output = subprocess.run(base + [f"--impl={name}"], capture_output=True, text=True)
+            if output.returncode != 0:
+                raise RuntimeError(f"{name}: {output.stderr[-3000:]}")
+            runs[name].append(json.loads(output.stdout.strip().splitlines()[-1]))
+            print(f"round {round_index + 1}/{args.rounds} {name}: "
+                  f"{runs[name][-1]['rate']:.1f} examples/s", file=sys.stderr, flush=True)
+    reference = np.array(runs[names[0]][0]["logits"])
+    report = {"config": os.path.basename(args.config), "max_seq_length": args.max_seq_length,
+              "batch_size": args.batch_size, "rounds": args.rounds,
+              "cpu_features": sorted(f for f in cpu_features()
+                                     if f.startswith(("avx512", "amx", "avx2", "avx_vnni"))),
+              "examples_per_second": {}, "compared_with": names[0], "prediction_agreement": {},
+              "max_abs_logit_difference": {}, "details": {}}
+    for name in names:
+        report["examples_per_second"][name] = round(statistics.median(
+            run["rate"] for run in runs[name]), 2)
+        logits = np.array(runs[name][0]["logits"])
+        report["prediction_agreement"][name] = float(np.mean(
+            logits.argmax(-1) == reference.argmax(-1)))
+        report["max_abs_logit_difference"][name] = float(np.abs(logits - reference).max())
+        report["details"][name] = {key: value for key, value in runs[name][0].items()
+                                   if key not in ("rate", "logits")}
+    rates = report["examples_per_second"]
+    for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_tflite_none", "hf_sorted_sdpa"),
+                       ("ours_tflite_dynamic_int8", "hf_sorted_int8"),
+                       ("ours_tflite_int8", "hf_sorted_int8")):
+        if ours in rates and peer in rates:
+            report[f"{ours}_vs_{peer}"] = round(rates[ours] / rates[peer], 3)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
