@@ -2,6 +2,7 @@
 
     pip install -e .            # the library and scripts
     pip install -e ".[demo]"    # + the offline demo corpus (python -m albert.demo)
+    pip install -e ".[onnx]"    # + ONNX export (python -m albert.export --onnx)
     pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
 """
 
@@ -12,6 +13,8 @@ from setuptools import find_packages, setup
 # splitting; matplotlib draws the reproduced paper tables' plots. Library
 # users do not need them.
 DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4", "matplotlib>=3.5"]
+# python -m albert.export --onnx: tf2onnx converts, onnxruntime runs the file.
+ONNX_REQUIREMENTS = ["tf2onnx>=1.16", "onnxruntime>=1.17"]
 
 setup(
     name="albert-tf2",
@@ -41,11 +44,12 @@ setup(
     ],
     extras_require={
         "demo": DEMO_REQUIREMENTS,
+        "onnx": ONNX_REQUIREMENTS,
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.
         # setuptools < 81: tensorflow-hub 0.16 imports pkg_resources (hub.KerasLayer tests).
         "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", "scipy>=1.10",
-                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS],
+                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS],
     },
 )

@@ -20,6 +20,12 @@ TFLITE_CONVERTER_NOISE = re.compile(
     r"MLIR V1 optimization pass is not enabled)|"
     r"All log messages before absl::InitializeLog")
 
+# What tf2onnx's graph optimisation (Grappler) says on every conversion: that
+# it found no GPU and starts a session. Its real warnings pass.
+ONNX_CONVERTER_NOISE = re.compile(
+    r"^I0000 .*(Number of eligible GPUs|Starting new session)|"
+    r"All log messages before absl::InitializeLog")
+
 
 @contextlib.contextmanager
 def filtered_stderr(noise):

@@ -188,3 +188,45 @@ def test_quantization_mistakes_end_with_one_line(checkpoint, tmp_path):
                          f"--calibration_file={empty}")
     assert_clean_failure(nothing, "holds no text")
     assert not (tmp_path / "x").exists()
+
+
+def test_onnx_export_stores_each_weight_once_and_runs_without_albert(checkpoint, tmp_path):
+    """onnxruntime on real sentences, lengths and batch free, equals Keras in float32."""
+    import onnx
+
+    ckpt, spm, _, sentences = checkpoint
+    _export(checkpoint, tmp_path / "out", "--onnx")
+    path = tmp_path / "out" / "encoder.onnx"
+    from albert.checkpoints import read_checkpoint
+    from albert.checkpoints.naming import backbone_names
+    from albert.config import AlbertConfig
+
+    config = AlbertConfig.from_json_file(f"{ckpt}/albert_config.json")
+    weights, _ = read_checkpoint(ckpt, "tf1", config)
+    encoder_bytes = sum(weights[row.original].nbytes for row in backbone_names(config))
+    graph = onnx.load(str(path)).graph
+    stored = sum(int(np.prod(init.dims)) * 4 for init in graph.initializer if init.data_type == 1)
+    assert 0.95 <= stored / encoder_bytes <= 1.05, (stored, encoder_bytes)
+
+    inputs = encode_texts([(s, None) for s in sentences[:6]], SentencePieceTokenizer(spm),
+                          SEQ_LENGTH)
+    width = int(inputs["input_mask"].sum(axis=1).max())
+    inputs = {key: value[:, :width] for key, value in inputs.items()}   # any length
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    script = tmp_path / "user_code.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.modules["albert"] = None
+        import numpy as np, onnxruntime
+        session = onnxruntime.InferenceSession({str(path)!r})
+        names = [output.name for output in session.get_outputs()]
+        outputs = dict(zip(names, session.run(None, dict(np.load("inputs.npz")))))
+        np.savez("outputs.npz", **outputs)
+    """))
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600, env=dict(os.environ, PYTHONPATH=""))
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = dict(np.load(tmp_path / "outputs.npz"))
+    reference = _float_reference(checkpoint, inputs)
+    np.testing.assert_allclose(outputs["pooled_output"], reference["pooled_output"], atol=1e-4)
+    np.testing.assert_allclose(outputs["sequence_output"], reference["sequence_output"], atol=1e-4)

@@ -56,6 +56,9 @@ flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic_int8", "int8"
                   "Quantisation of the .tflite file (implies --tflite): float16 weights; int8 "
                   "weights with activations quantised on the fly (dynamic_int8); or full integer "
                   "int8, calibrated on --calibration_file. Writes quantization_report.json.")
+flags.DEFINE_bool("onnx", False,
+                  "Also write encoder.onnx (with --task, <task>.onnx): batch and length free, "
+                  "each weight stored once. Needs tf2onnx: pip install -e \".[onnx]\".")
 flags.DEFINE_string("calibration_file", None,
                     "Your own text, one example per line (a tab between the two texts of a "
                     "pair), tokenized with --spm_model_file: int8 calibrates on its first half; "
@@ -82,6 +85,10 @@ def main(argv):
     if FLAGS.calibration_file and not (tflite and FLAGS.spm_model_file):
         raise InputError("--calibration_file is read for a .tflite export (--tflite or "
                          "--quantize) and is tokenized with --spm_model_file; pass both")
+    if FLAGS.onnx:
+        from albert.export.onnx import require_tf2onnx
+
+        require_tf2onnx()   # a missing converter is said before anything is written
     config = (cli.load_albert_config(FLAGS.albert_config_file) if FLAGS.albert_config_file
               else None)
     tokenizer = None
@@ -105,11 +112,11 @@ def main(argv):
 
         written = export_task_model(config, weights, task, FLAGS.export_dir, FLAGS.seq_length,
                                     FLAGS.num_choices, FLAGS.overwrite, tflite, FLAGS.quantize,
-                                    calibration_texts, tokenizer)
+                                    calibration_texts, tokenizer, FLAGS.onnx)
     else:
         written = export_hub_models(config, weights, tokenizer, FLAGS.spm_model_file,
                                     FLAGS.export_dir, FLAGS.seq_length, FLAGS.overwrite,
-                                    tflite, FLAGS.quantize, calibration_texts)
+                                    tflite, FLAGS.quantize, calibration_texts, FLAGS.onnx)
     logging.info("Wrote %s", ", ".join(written))
 
 

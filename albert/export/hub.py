@@ -247,10 +247,11 @@ def _tflite_outputs(file_name: str, quantization: str, calibration_texts) -> lis
 def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str], export_dir: str,
                       seq_length: int = 128, overwrite: bool = False,
                       tflite: bool = False, quantization: str = "none",
-                      calibration_texts=None) -> list:
+                      calibration_texts=None, onnx: bool = False) -> list:
     """Writes `encoder/` (and, with a SentencePiece model, `preprocessor/`; with `tflite`,
     `encoder.tflite`, quantised by `quantization`, with a signature per length bucket up to
-    `seq_length`, and its `quantization_report.json`) into `export_dir`.
+    `seq_length`, and its `quantization_report.json`; with `onnx`, `encoder.onnx`) into
+    `export_dir`.
 
     Each directory is written to a scratch directory and moved into place
     only when complete; existing ones are refused unless `overwrite`.
@@ -259,7 +260,8 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
     from albert.errors import InputError
 
     targets = ([ENCODER_DIR] + ([PREPROCESSOR_DIR] if spm_model_file else [])
-               + (_tflite_outputs(TFLITE_FILE, quantization, calibration_texts) if tflite else []))
+               + (_tflite_outputs(TFLITE_FILE, quantization, calibration_texts) if tflite else [])
+               + ([ONNX_FILE] if onnx else []))
     existing = [name for name in targets if io.exists(io.join(export_dir, name))]
     if existing and not overwrite:
         raise InputError(f"{export_dir} already holds {', '.join(existing)}; pass --overwrite "
@@ -280,10 +282,23 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
         written += write_tflite(getattr(model, "encoder", model), export_dir, TFLITE_FILE,
                                 seq_length, ["pooled_output", "sequence_output"], quantization,
                                 calibration_texts, tokenizer)
+    if onnx:
+        written.append(write_onnx(getattr(model, "encoder", model), export_dir, ONNX_FILE,
+                                  ["pooled_output", "sequence_output"]))
     return written
 
 
 TFLITE_FILE = "encoder.tflite"
+ONNX_FILE = "encoder.onnx"
+
+
+def write_onnx(model, export_dir: str, file_name: str, output_names, num_choices=None) -> str:
+    """`<export_dir>/<file_name>`: the ONNX graph of `model` (`albert.export.onnx`)."""
+    from albert.export.onnx import convert
+
+    path = io.join(export_dir, file_name)
+    io.write_bytes_atomically(path, convert(model, output_names, num_choices))
+    return path
 
 
 def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output_names,
@@ -324,10 +339,10 @@ def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output
 def export_task_model(config, weights, head: str, export_dir: str, seq_length: int,
                       num_choices: int = 4, overwrite: bool = False, tflite: bool = False,
                       quantization: str = "none", calibration_texts=None,
-                      tokenizer=None) -> list:
+                      tokenizer=None, onnx: bool = False) -> list:
     """A fine-tuned checkpoint with its head: `<export_dir>/<head>/` with the serving contract
     of `albert.export.classifier` (and `<head>.tflite`, its logits, as `write_tflite` writes
-    it)."""
+    it; with `onnx`, `<head>.onnx`)."""
     from albert.checkpoints import assign_model_weights, find_head
     from albert.export.classifier import export_classifier
     from albert.modeling import AlbertClassifier, AlbertMultipleChoice
@@ -337,6 +352,7 @@ def export_task_model(config, weights, head: str, export_dir: str, seq_length: i
     target = io.join(export_dir, head)
     lite = ([io.join(export_dir, name) for name in
              _tflite_outputs(f"{head}.tflite", quantization, calibration_texts)] if tflite else [])
+    lite += [io.join(export_dir, f"{head}.onnx")] if onnx else []
     taken = [path for path in [target] + lite
              if io.exists(path) and (not io.isdir(path) or io.listdir(path))]
     if taken and not overwrite:
@@ -354,4 +370,6 @@ def export_task_model(config, weights, head: str, export_dir: str, seq_length: i
     if tflite:
         written += write_tflite(model, export_dir, f"{head}.tflite", seq_length, ["logits"],
                                 quantization, calibration_texts, tokenizer, choices, regression)
+    if onnx:
+        written.append(write_onnx(model, export_dir, f"{head}.onnx", ["logits"], choices))
     return written
