@@ -12,8 +12,9 @@ Sentences/s from raw strings to `pooled_output`, batch 32, interleaved rounds:
   (tensorflow-text tokenization in the graph), as a TF-Hub user runs them;
 * Python: this package's `SentencePieceTokenizer` and feature conversion,
   then `AlbertEncoder` in a `tf.function`.
-Latency of one 128-token sequence: `encoder.tflite` (TFLite interpreter,
-XNNPACK) vs the SavedModel encoder's `serve`.
+Latency of one sentence: `encoder.tflite` through `TFLiteRunner` (LiteRT,
+XNNPACK, threads = cores available) at the full 128 positions and at the
+smallest length bucket that holds it, vs the SavedModel encoder's `serve` at 128.
 """
 
 import argparse
@@ -110,23 +111,26 @@ def main():
             run()
             timings[name].append(time.perf_counter() - start)
 
-    interpreter = tf.lite.Interpreter(
-        model_content=open(os.path.join(export_dir, "encoder.tflite"), "rb").read())
-    runner = interpreter.get_signature_runner("serving_default")
+    from albert.export.tflite_runner import TFLiteRunner
+
+    runner = TFLiteRunner(os.path.join(export_dir, "encoder.tflite"))   # threads: cores available
     one = preprocessor(tf.constant(sentences[:1]))
     one_np = {name: value.numpy() for name, value in one.items()}
-    latencies = {"tflite": [], "savedmodel": []}
-    runner(**one_np), saved_encoder.serve(one)
+    calls = {"tflite_full_length": lambda: runner(one_np, length=args.seq_length),
+             "tflite_bucketed": lambda: runner(one_np),
+             "savedmodel": lambda: saved_encoder.serve(one)["pooled_output"].numpy()}
+    latencies = {name: [] for name in calls}
+    for call in calls.values():
+        call()   # warm up
     for _ in range(args.latency_runs):
-        start = time.perf_counter()
-        runner(**one_np)
-        latencies["tflite"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        saved_encoder.serve(one)["pooled_output"].numpy()
-        latencies["savedmodel"].append(time.perf_counter() - start)
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            latencies[name].append(time.perf_counter() - start)
 
     report = {
         "sentences": len(sentences), "seq_length": args.seq_length, "batch_size": args.batch_size,
+        "tflite_threads": runner.num_threads, "tflite_bucket_of_the_sentence": runner.bucket_for(one_np),
         "sentences_per_second": {name: round(len(sentences) / statistics.median(values), 2)
                                  for name, values in timings.items()},
         "one_sequence_latency_ms": {name: round(1000 * statistics.median(values), 1)
