@@ -19,7 +19,7 @@ from typing import Optional
 import tensorflow as tf
 
 from albert import io
-from albert.export.tracking import Untracked, tf_variables
+from albert.savedmodel.tracking import Untracked, tf_variables
 
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 

@@ -8,18 +8,10 @@ this package:
     encoder = hub.KerasLayer("export/encoder", trainable=True)
     pooled = encoder(preprocessor(sentences))["pooled_output"]
 
-**Encoder** (`encoder/`): called with a dict of int32 `[batch, seq_length]`
-tensors `input_word_ids`, `input_mask`, `input_type_ids` and a `training`
-argument (dropout), it returns `pooled_output` `[batch, H]`, `sequence_output`
-`[batch, seq_length, H]`, `encoder_outputs` (the output of every block
-application) and `default` (= `pooled_output`). It carries `variables`,
-`trainable_variables` (for fine-tuning through `hub.KerasLayer(...,
-trainable=True)`), an `mlm` sub-object when the checkpoint has the
-pretraining heads (`masked_lm_positions` `[batch, M]` in, `mlm_logits`
-`[batch, M, V]` out), `serve` / `serve_training` functions and a
-`serving_default` signature taking the dict (block outputs flattened to
-`encoder_outputs_<i>`; Keras 3's `TFSMLayer` calls `serve`), and its config
-and SentencePiece model as assets.
+**Encoder** (`encoder/`): the SavedModel of `albert.savedmodel.encoder` (the
+TF2 encoder contract, `mlm` when the checkpoint has the pretraining heads,
+the weights under the original's names, the config and SentencePiece model
+as assets).
 
 **Preprocessor** (`preprocessor/`): called with a string `[batch]` tensor, it
 returns the three int32 inputs at `seq_length` (default 128) for
@@ -32,104 +24,27 @@ the same for pairs; `tokenize.get_special_tokens_dict()` gives the ids of
 the vocabulary.
 """
 
+import json
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
 from albert import io
-from albert.export.tracking import Untracked, tf_variables
+from albert.checkpoints import assign_model_weights, find_head, model_variables
+from albert.checkpoints.savedmodel import build_encoder_model
+from albert.errors import InputError
+from albert.export import onnx as onnx_export
+from albert.export import quantization as quant
+from albert.export import tflite as tflite_export
+from albert.export.classifier import export_classifier
+from albert.export.tflite_runner import TFLiteRunner
+from albert.modeling import AlbertClassifier, AlbertMultipleChoice
+from albert.savedmodel.encoder import INPUT_KEYS, SPM_ASSET, EncoderExport, save
 
-INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
-CONFIG_ASSET = "albert_config.json"
-SPM_ASSET = "30k-clean.model"
 MAX_SEGMENTS = 3  # bert_pack_inputs is traced for 1 .. MAX_SEGMENTS segments
 
 _Trackable = tf.__internal__.tracking.AutoTrackable
-
-
-def _input_spec():
-    return {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in INPUT_KEYS}
-
-
-def _encoder_outputs(outputs) -> dict:
-    return {"pooled_output": outputs["pooled_output"],
-            "sequence_output": outputs["sequence_output"],
-            "encoder_outputs": list(outputs["encoder_outputs"]),
-            "default": outputs["pooled_output"]}
-
-
-class _MaskedLM(_Trackable):
-    """The `mlm` sub-object: encoder outputs plus `mlm_logits` at `masked_lm_positions`."""
-
-    def __init__(self, pretrainer):
-        super().__init__()
-        self._pretrainer = Untracked(pretrainer)
-        self._variables = tf_variables(pretrainer.variables)   # the heads' too
-        spec = dict(_input_spec(), masked_lm_positions=tf.TensorSpec(
-            [None, None], tf.int32, name="masked_lm_positions"))
-        self.__call__ = tf.function(self._call)
-        for training in (False, True):
-            self.__call__.get_concrete_function(spec, training=training)
-
-    def _call(self, inputs, training=False):
-        outputs = self._pretrainer.model(inputs, training=training)
-        return dict(_encoder_outputs(outputs), mlm_logits=outputs["mlm_logits"])
-
-
-class EncoderExport(_Trackable):
-    """The encoder SavedModel's root object (see the module docstring).
-
-    Args:
-      model: an `AlbertEncoder`, or an `AlbertPretrainer` (adds `mlm`).
-      assets_dir: a scratch directory for the asset files until the SavedModel is saved.
-      config_json: the `albert_config.json` text, stored as an asset.
-      spm_model_file: the SentencePiece model, stored as an asset (optional).
-    """
-
-    def __init__(self, model, assets_dir: str, config_json: str,
-                 spm_model_file: Optional[str] = None):
-        super().__init__()
-        encoder = getattr(model, "encoder", model)
-        self._encoder = Untracked(encoder)
-        # hub.KerasLayer and TFSMLayer read these lists to train or freeze the encoder.
-        self.variables = tf_variables(encoder.variables)
-        self.trainable_variables = tf_variables(encoder.trainable_variables)
-        self.regularization_losses = []
-        if encoder is not model:
-            self.mlm = _MaskedLM(model)
-        # The weights under the original's names, so that the SavedModel is also a
-        # checkpoint the converters read (`albert.checkpoints.savedmodel`).
-        from albert.checkpoints import model_variables
-
-        named = model_variables(model)
-        self.albert_weights = tf_variables(named.values())
-        self.albert_weight_names = tf.function(
-            lambda: tf.constant(list(named), tf.string), input_signature=[])
-        self.__call__ = tf.function(self._call)
-        for training in (False, True):
-            self.__call__.get_concrete_function(_input_spec(), training=training)
-        # One dict argument, flat outputs: the serving signature and Keras 3's
-        # TFSMLayer (`call_endpoint="serve"`, `call_training_endpoint="serve_training"`).
-        self.serve = tf.function(self._serve, input_signature=[_input_spec()])
-        self.serve_training = tf.function(lambda inputs: self._serve(inputs, training=True),
-                                          input_signature=[_input_spec()])
-        config_path = io.join(assets_dir, CONFIG_ASSET)
-        io.write_text_atomically(config_path, config_json)
-        self.albert_config_file = tf.saved_model.Asset(config_path)
-        if spm_model_file:
-            spm_path = io.join(assets_dir, SPM_ASSET)
-            io.write_bytes_atomically(spm_path, io.read_bytes(spm_model_file))
-            self.sp_model_file = tf.saved_model.Asset(spm_path)
-
-    def _call(self, inputs, training=False):
-        return _encoder_outputs(self._encoder.model(inputs, training=training))
-
-    def _serve(self, inputs, training=False):
-        outputs = self._call(inputs, training=training)
-        blocks = outputs.pop("encoder_outputs")
-        outputs.update({f"encoder_outputs_{index}": block for index, block in enumerate(blocks)})
-        return outputs
 
 
 class _Tokenize(_Trackable):
@@ -163,7 +78,7 @@ class _PackInputs(_Trackable):
         self.default_seq_length = default_seq_length
 
     def _pack(self, segments, seq_length=128):
-        import tensorflow_text
+        import tensorflow_text  # inside: its op library, only for preprocessor exports
 
         seq_length = tf.cast(seq_length, tf.int32)
         segments = [tf.cast(segment, tf.int32) for segment in segments]
@@ -191,6 +106,8 @@ class PreprocessorExport(_Trackable):
 
     def __init__(self, tokenizer, assets_dir: str, spm_model_file: str, seq_length: int = 128):
         super().__init__()
+        # Inside: the in-graph tokenizer loads tensorflow_text's op library, which only
+        # preprocessor exports need.
         from albert.tokenization.in_graph import InGraphSentencePieceTokenizer
 
         special_ids = {"vocab_size": tokenizer.vocab_size,
@@ -217,31 +134,12 @@ class PreprocessorExport(_Trackable):
                                               tf.constant(self.seq_length, tf.int32))
 
 
-def save(root, export_dir: str, signatures=None) -> None:
-    """Saves a SavedModel root object to `export_dir`."""
-    options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
-    tf.saved_model.save(root, export_dir, signatures=signatures, options=options)
-
-
 ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
 
 
-def build_export_model(config, weights):
-    """`AlbertPretrainer` when `weights` hold the pretraining heads (for `mlm`), else
-    `AlbertEncoder`, loaded with `weights`."""
-    from albert.checkpoints import assign_model_weights, has_heads
-    from albert.modeling import AlbertEncoder, AlbertPretrainer
-
-    model = AlbertPretrainer(config) if has_heads(weights) else AlbertEncoder(config)
-    assign_model_weights(model, weights, "the checkpoint to export")
-    return model
-
-
 def _tflite_outputs(file_name: str, quantization: str, calibration_texts) -> list:
-    from albert.export.quantization import REPORT_FILE
-
-    return [file_name] + ([REPORT_FILE] if calibration_texts or quantization != "none" else [])
+    return [file_name] + ([quant.REPORT_FILE] if calibration_texts or quantization != "none" else [])
 
 
 def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str], export_dir: str,
@@ -257,8 +155,6 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
     only when complete; existing ones are refused unless `overwrite`.
     Returns the paths written.
     """
-    from albert.errors import InputError
-
     targets = ([ENCODER_DIR] + ([PREPROCESSOR_DIR] if spm_model_file else [])
                + (_tflite_outputs(TFLITE_FILE, quantization, calibration_texts) if tflite else [])
                + ([ONNX_FILE] if onnx else []))
@@ -266,11 +162,12 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
     if existing and not overwrite:
         raise InputError(f"{export_dir} already holds {', '.join(existing)}; pass --overwrite "
                          "or choose another --export_dir")
-    model = build_export_model(config, weights)
+    model = build_encoder_model(config, weights)
     written = []
     with io.new_directory(io.join(export_dir, ENCODER_DIR), overwrite) as scratch, \
             io.local_scratch_dir() as assets:
-        root = EncoderExport(model, assets, config.to_json_string(), spm_model_file)
+        root = EncoderExport(model, model_variables(model), assets, config.to_json_string(),
+                             spm_model_file)
         save(root, scratch, signatures={"serving_default": root.serve})
     written.append(io.join(export_dir, ENCODER_DIR))
     if spm_model_file:
@@ -294,10 +191,8 @@ ONNX_FILE = "encoder.onnx"
 
 def write_onnx(model, export_dir: str, file_name: str, output_names, num_choices=None) -> str:
     """`<export_dir>/<file_name>`: the ONNX graph of `model` (`albert.export.onnx`)."""
-    from albert.export.onnx import convert
-
     path = io.join(export_dir, file_name)
-    io.write_bytes_atomically(path, convert(model, output_names, num_choices))
+    io.write_bytes_atomically(path, onnx_export.convert(model, output_names, num_choices))
     return path
 
 
@@ -306,12 +201,6 @@ def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output
                  num_choices=None, regression: bool = False) -> list:
     """`<export_dir>/<file_name>` (a signature per length bucket, `quantization`) and, with
     calibration text, `quantization_report.json`. Returns the paths written."""
-    import json
-
-    from albert.export import quantization as quant
-    from albert.export.tflite import convert
-    from albert.export.tflite_runner import TFLiteRunner
-
     calibration = report_inputs = None
     if calibration_texts:
         calibrate, measure = quant.split_roles(calibration_texts, quantization)
@@ -319,14 +208,15 @@ def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output
             calibration = quant.calibration_by_bucket(
                 quant.encode_texts(calibrate, tokenizer, seq_length, num_choices), seq_length)
         report_inputs = quant.encode_texts(measure, tokenizer, seq_length, num_choices)
-    content = convert(model, seq_length, output_names, quantization, calibration, num_choices)
+    content = tflite_export.convert(model, seq_length, output_names, quantization, calibration,
+                                    num_choices)
     path = io.join(export_dir, file_name)
     io.write_bytes_atomically(path, content)
     written = [path]
     if calibration_texts or quantization != "none":
         empty = {key: np.zeros([0, seq_length], np.int32) for key in INPUT_KEYS}
         float32_bytes = len(content) if quantization == "none" else len(
-            convert(model, seq_length, output_names, "none", None, num_choices))
+            tflite_export.convert(model, seq_length, output_names, "none", None, num_choices))
         report = quant.quantization_report(model, TFLiteRunner(content), report_inputs or empty,
                                            output_names, quantization, len(content),
                                            float32_bytes, regression)
@@ -343,12 +233,6 @@ def export_task_model(config, weights, head: str, export_dir: str, seq_length: i
     """A fine-tuned checkpoint with its head: `<export_dir>/<head>/` with the serving contract
     of `albert.export.classifier` (and `<head>.tflite`, its logits, as `write_tflite` writes
     it; with `onnx`, `<head>.onnx`)."""
-    from albert.checkpoints import assign_model_weights, find_head
-    from albert.export.classifier import export_classifier
-    from albert.modeling import AlbertClassifier, AlbertMultipleChoice
-
-    from albert.errors import InputError
-
     target = io.join(export_dir, head)
     lite = ([io.join(export_dir, name) for name in
              _tflite_outputs(f"{head}.tflite", quantization, calibration_texts)] if tflite else [])

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert import io
-from albert.export.tracking import Untracked, tf_variables
+from albert.savedmodel.tracking import Untracked, tf_variables
 from albert.native_logs import TFLITE_CONVERTER_NOISE, filtered_stderr
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
