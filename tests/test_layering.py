@@ -1,0 +1,103 @@
+"""The package's layers point one way (docs/architecture.md, "Layers").
+
+Every `import` of an `albert` module is counted, at module level and inside
+functions alike: an import hidden in a function is still a dependency.
+"""
+
+import ast
+import os
+from collections import defaultdict
+
+from conftest import REPO
+
+PACKAGE = os.path.join(REPO, "albert")
+
+# Lowest first. A part may import only parts of lower layers.
+LAYERS = [
+    {"errors"},
+    {"io", "native_logs", "interrupts"},
+    {"config"},
+    {"cli"},
+    {"modeling", "tokenization", "evaluation", "restarts", "savedmodel"},
+    {"data", "datasets"},
+    {"checkpoints"},
+    {"training"},
+    {"tasks", "squad"},
+    {"export", "finetuning_cli"},
+    {"paper", "demo"},
+    # `python -m albert.run_classifier` etc.: the original's documented commands, which run
+    # the scripts at the repository's top level.
+    {"convert_checkpoint", "create_pretraining_data", "run_classifier", "run_pretraining",
+     "run_race", "run_squad", "run_squad_v1", "run_squad_v2"},
+]
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+
+
+def _part(module: str) -> str:
+    """`albert.x.y` → `x` (a subpackage, or a module directly under albert/)."""
+    return module.split(".")[1]
+
+
+def _imports(package=PACKAGE):
+    """{(importing part, imported part): [file:line, ...]} over the whole package."""
+    root = os.path.dirname(package)
+    found = defaultdict(list)
+    for directory, _, files in os.walk(package):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, root)
+            parts = relative[:-3].split(os.sep)
+            if len(parts) == 2 and parts[1] == "__init__":
+                continue   # albert/__init__.py re-exports the public names
+            source = _part(".".join(parts))
+            with open(path, encoding="utf-8") as handle:
+                tree = ast.parse(handle.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    targets = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    targets = ([f"albert.{alias.name}" for alias in node.names]
+                               if node.module == "albert" else [node.module])
+                else:
+                    continue
+                for target in targets:
+                    if target.startswith("albert.") and _part(target) != source:
+                        found[(source, _part(target))].append(f"{relative}:{node.lineno}")
+    return found
+
+
+def test_every_part_of_the_package_has_a_layer():
+    def is_package(name):
+        directory = os.path.join(PACKAGE, name)
+        return os.path.isdir(directory) and any(f.endswith(".py") for f in os.listdir(directory))
+
+    parts = {name[:-3] if name.endswith(".py") else name for name in os.listdir(PACKAGE)
+             if (name.endswith(".py") and name != "__init__.py") or is_package(name)}
+    assert parts == set(RANK), (sorted(parts - set(RANK)), sorted(set(RANK) - parts))
+
+
+def test_imports_only_point_down_the_layers():
+    upward = {edge: where for edge, where in _imports().items() if RANK[edge[0]] <= RANK[edge[1]]}
+    assert not upward, "\n".join(f"{a} imports {b}: {', '.join(where)}"
+                                 for (a, b), where in sorted(upward.items()))
+
+
+def test_checkpoint_formats_never_import_the_exporter():
+    edges = _imports()
+    assert ("checkpoints", "export") not in edges, edges.get(("checkpoints", "export"))
+
+
+def test_the_walker_sees_an_import_hidden_in_a_function(tmp_path):
+    """The kind of import that used to hide the checkpoints -> export cycle."""
+    package = tmp_path / "albert"
+    (package / "checkpoints").mkdir(parents=True)
+    (package / "checkpoints" / "savedmodel.py").write_text(
+        "def write():\n    from albert.export.hub import save\n    return save\n")
+    (package / "export").mkdir()
+    (package / "export" / "hub.py").write_text("from albert import io\n")
+    edges = _imports(str(package))
+    assert edges[("checkpoints", "export")] == [os.path.join("albert", "checkpoints",
+                                                             "savedmodel.py") + ":2"]
+    assert ("export", "io") in edges
