@@ -32,9 +32,9 @@ os.environ.setdefault("ALBERT_LIGHTWEIGHT_IMPORT", "1")
 from absl import flags, logging  # noqa: E402
 
 from albert import cli  # noqa: E402
-from albert.data.instances import InstanceConfig  # noqa: E402
-from albert.data.masking import MaskingConfig  # noqa: E402
-from albert.data.pretraining_data import DataConfig, create_pretraining_data  # noqa: E402
+from albert.pretraining_data.instances import InstanceConfig  # noqa: E402
+from albert.pretraining_data.masking import MaskingConfig  # noqa: E402
+from albert.pretraining_data.creation import DataConfig, create_pretraining_data  # noqa: E402
 from albert.errors import InputError  # noqa: E402
 from albert.tokenization import DIGIT_COMMA_RULES  # noqa: E402
 

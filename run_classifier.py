@@ -29,8 +29,8 @@ import os
 from absl import flags, logging
 
 from albert import cli, finetuning_cli, io
-from albert.data.feature_cache import tokenizer_settings
-from albert.data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples, write_cache
+from albert.finetuning_data.feature_cache import tokenizer_settings
+from albert.finetuning_data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples, write_cache
 from albert.errors import InputError
 
 # --- the original's 32 flags ---

@@ -33,7 +33,7 @@ from absl import flags, logging
 
 from albert import cli, io
 from albert.checkpoints import format_names
-from albert.data.schema import load_data_contract
+from albert.pretraining_data.schema import load_data_contract
 from albert.errors import InputError
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute

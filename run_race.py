@@ -26,9 +26,9 @@ when made with other settings.
 from absl import flags, logging
 
 from albert import cli, finetuning_cli, io
-from albert.data.race import (check_lengths, convert_race_example, level_counts, plan_race_cache,
+from albert.finetuning_data.race import (check_lengths, convert_race_example, level_counts, plan_race_cache,
                               read_race, selected_levels, write_race_cache)
-from albert.data.feature_cache import tokenizer_settings
+from albert.finetuning_data.feature_cache import tokenizer_settings
 from albert.errors import InputError
 
 # --- the original's 35 flags ---

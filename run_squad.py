@@ -124,7 +124,7 @@ def check_flags():
         raise InputError("--do_train needs --train_file")
     if FLAGS.do_predict and not FLAGS.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    from albert.data.squad import check_lengths
+    from albert.finetuning_data.squad import check_lengths
 
     check_lengths(FLAGS.max_seq_length, FLAGS.max_query_length, FLAGS.doc_stride)
     finetuning_cli.check_at_least_one("n_best_size", "max_answer_length", "start_n_top",
@@ -160,8 +160,8 @@ def run_once():
     weights = finetuning_cli.initial_weights(config, init_checkpoint, head, {},
                                              f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
 
-    from albert.data import squad
-    from albert.data.feature_cache import tokenizer_settings
+    from albert.finetuning_data import squad
+    from albert.finetuning_data.feature_cache import tokenizer_settings
     from albert.evaluation import squad_decoding, squad_metrics
     from albert.tasks.squad import SquadEvaluation, SquadTask
 

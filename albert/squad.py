@@ -28,7 +28,7 @@ def _read_json(path: str, what: str):
 
 def evaluate_files(data_file: str, prediction_file: str, na_prob_file=None,
                    na_prob_thresh: float = 1.0, version: str = "auto") -> dict:
-    from albert.data.squad import load_squad_json
+    from albert.finetuning_data.squad import load_squad_json
     from albert.evaluation import squad_metrics
 
     document = load_squad_json(data_file)

@@ -79,7 +79,7 @@ def main():
 
     from albert.checkpoints import load_into_model
     from albert.config import AlbertConfig
-    from albert.data.glue import TASKS, InputExample, convert_example
+    from albert.finetuning_data.glue import TASKS, InputExample, convert_example
     from albert.modeling import AlbertEncoder
     from albert.tokenization import SentencePieceTokenizer
 

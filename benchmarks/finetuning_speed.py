@@ -38,7 +38,7 @@ sys.path.insert(0, REPO)
 
 def prepare(work_dir: str, max_seq_length: int) -> str:
     """SST-2 features of the polarity sentences, saved as .npz; returns its path."""
-    from albert.data.glue import TASKS, InputExample, convert_examples
+    from albert.finetuning_data.glue import TASKS, InputExample, convert_examples
     from albert.datasets import sources
     from albert.datasets.demo_corpus import build_demo_corpus
     from albert.datasets.glue_demo import polarity_sentences
@@ -150,7 +150,7 @@ def eval_model_garden(args, features):
 def train_ours(args, features, bucketed):
     import tensorflow as tf
 
-    from albert.data.glue import TASKS, InputFeatures, serialize_features
+    from albert.finetuning_data.glue import TASKS, InputFeatures, serialize_features
     from albert.tasks.classification import ClassificationTask
     from albert.training.distribute import create_strategy
     from albert.training.loop import Trainer, TrainerConfig, variable_names_for

@@ -53,7 +53,7 @@ def prepare(work_dir: str, max_seq_length: int, config_path: str):
     """(features .npz, checkpoint dir, spm model, calibration file), made once per work_dir."""
     from albert.checkpoints import model_weights, write_checkpoint
     from albert.config import AlbertConfig
-    from albert.data.glue import TASKS, InputExample, convert_examples
+    from albert.finetuning_data.glue import TASKS, InputExample, convert_examples
     from albert.datasets import sources
     from albert.datasets.demo_corpus import build_demo_corpus
     from albert.datasets.glue_demo import polarity_sentences

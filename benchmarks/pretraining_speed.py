@@ -62,7 +62,7 @@ def run_ours(args, config, weights, batch):
     import tensorflow as tf
 
     from albert.checkpoints import assign_model_weights
-    from albert.data.schema import DataContract
+    from albert.pretraining_data.schema import DataContract
     from albert.tasks.pretraining import PretrainingTask
     from albert.training.distribute import create_strategy
     from albert.training.loop import Trainer, TrainerConfig, variable_names_for

@@ -19,7 +19,7 @@ import numpy as np
 def shares_per_tenth(path, piece_ids):
     import tensorflow as tf
 
-    from albert.data.tfrecord import first_record_lengths
+    from albert.records.tfrecord import first_record_lengths
 
     length = first_record_lengths(path)["input_ids"]
     spec = {"input_ids": tf.io.FixedLenFeature([length], tf.int64)}

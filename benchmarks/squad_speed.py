@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 def make_examples(corpus_dir: str, count: int, path: str) -> str:
     """A SQuAD v1.1 file of `count` questions on demo-corpus contexts."""
-    from albert.data.corpus import iter_documents
+    from albert.pretraining_data.corpus import iter_documents
 
     documents = [[line.strip() for line in document.lines] for document, _ in
                  iter_documents([os.path.join(corpus_dir, "train.txt")])]
@@ -69,7 +69,7 @@ def peak_rss_of_feature_creation(copies: int, spm: str, work_dir: str) -> float:
 import json, sys
 sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
 from squad_fixtures import squad_document, write_squad
-from albert.data import squad
+from albert.finetuning_data import squad
 from albert.tokenization import SentencePieceTokenizer
 document = squad_document("2.0")
 articles = []
@@ -165,7 +165,7 @@ def main():
 
     from albert.checkpoints import model_weights, write_checkpoint
     from albert.config import AlbertConfig
-    from albert.data import squad
+    from albert.finetuning_data import squad
     from albert.datasets.demo_corpus import build_demo_corpus
     from albert.modeling import AlbertSquadV1, AlbertSquadV2
     from albert.tasks.squad import SquadEvaluation, SquadTask

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 # Two logical CPU devices, so the distributed input path runs under
-# MirroredStrategy in-process (tests/data/test_streams.py). Default placement
+# MirroredStrategy in-process (tests/records/test_streams.py). Default placement
 # stays on the first.
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -93,9 +93,9 @@ def demo_corpus(tmp_path_factory):
 @pytest.fixture(scope="session")
 def synthetic_records(tmp_path_factory, synthetic_corpus):
     """Pretraining TFRecords (seq 64, 10 predictions) of the synthetic corpus: (files, model)."""
-    from albert.data.instances import InstanceConfig
-    from albert.data.masking import MaskingConfig
-    from albert.data.pretraining_data import DataConfig, create_pretraining_data
+    from albert.pretraining_data.instances import InstanceConfig
+    from albert.pretraining_data.masking import MaskingConfig
+    from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 
     corpus, model = synthetic_corpus
     directory = tmp_path_factory.mktemp("synthetic_records")

@@ -105,7 +105,7 @@ def write_year_task(directory, corpus_dir, seed=0, train_questions=600, dev_ques
     import random
     import re
 
-    from albert.data.corpus import iter_documents
+    from albert.pretraining_data.corpus import iter_documents
 
     documents = [[line.strip() for line in document.lines] for document, _ in
                  iter_documents([os.path.join(corpus_dir, "train.txt")])]

@@ -13,7 +13,7 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter
 
 from albert.checkpoints import model_weights, write_checkpoint
-from albert.data.glue import InputExample, TASKS, convert_example
+from albert.finetuning_data.glue import InputExample, TASKS, convert_example
 from albert.modeling import AlbertPretrainer
 from albert.tokenization import SentencePieceTokenizer
 from conftest import tiny_config
@@ -326,7 +326,7 @@ def test_fine_tuned_models_export_with_their_heads(tmp_path, synthetic_corpus, t
     import tensorflow as tf
 
     from albert.checkpoints import assign_model_weights
-    from albert.data.glue import read_examples
+    from albert.finetuning_data.glue import read_examples
     from albert.modeling import AlbertClassifier, AlbertMultipleChoice
     from albert.tasks.classification import stack_features
     from glue_fixtures import write_glue

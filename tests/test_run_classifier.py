@@ -76,7 +76,7 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
     printed = [[float(v) for v in line.split("\t")]
                for line in (tmp_path / "out" / "test_results.tsv").read_text().splitlines()]
 
-    from albert.data.glue import TASKS, convert_examples, read_examples
+    from albert.finetuning_data.glue import TASKS, convert_examples, read_examples
     from albert.tasks.classification import stack_features
     from albert.tokenization import SentencePieceTokenizer
 

@@ -84,7 +84,7 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
         ["middle", "middle2.txt", "0"], ["middle", "middle10.txt", "0"],
         ["high", "high1.txt", "0"], ["high", "high1.txt", "1"]]
 
-    from albert.data.race import convert_race_example, read_race
+    from albert.finetuning_data.race import convert_race_example, read_race
     from albert.tasks.multiple_choice import stack_choice_features
     from albert.tokenization import SentencePieceTokenizer
 

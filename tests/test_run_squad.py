@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from albert.checkpoints import assign_model_weights
-from albert.data import squad
+from albert.finetuning_data import squad
 from albert.evaluation import squad_metrics
 from albert.modeling import AlbertSquadV1, AlbertSquadV2
 from albert.tokenization import SentencePieceTokenizer

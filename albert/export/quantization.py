@@ -53,7 +53,7 @@ def encode_texts(texts, tokenizer, seq_length: int,
                  num_choices: Optional[int] = None) -> Dict[str, np.ndarray]:
     """int32 inputs `[N, seq_length]` (`[N, num_choices, seq_length]`: the text in every option),
     packed as the fine-tuning scripts and the preprocessor pack them."""
-    from albert.data.glue import TASKS, InputExample, convert_example
+    from albert.finetuning_data.glue import TASKS, InputExample, convert_example
 
     features = [convert_example(InputExample(str(index), tokenizer.preprocess(a),
                                              tokenizer.preprocess(b) if b else None, "0"),

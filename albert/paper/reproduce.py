@@ -167,7 +167,7 @@ class Reproduction:
         """{task name: data_dir} of the GLUE-format tasks found in --glue_dir."""
         if not self.glue_dir:
             return {}
-        from albert.data.glue import TASKS
+        from albert.finetuning_data.glue import TASKS
 
         if not self.execute and self.glue_dir == self.path("glue-demo"):
             return {"sst-2": self.glue_dir, "sts-b": self.glue_dir}  # what glue-demo will write
@@ -224,7 +224,7 @@ class Reproduction:
         return command
 
     def finetuning_command(self, cell: Cell, task: str, data_dir: str) -> List[str]:
-        from albert.data.glue import TASKS
+        from albert.finetuning_data.glue import TASKS
 
         settings = self.scale.finetuning(task)
         run_dir = self.run_dir(cell)
@@ -323,7 +323,7 @@ def _with_warm_starts(cells: List[Cell]) -> List[Cell]:
 
 
 def _directory(task: str) -> str:
-    from albert.data.glue import TASKS
+    from albert.finetuning_data.glue import TASKS
 
     return TASKS[task].directory
 
@@ -347,7 +347,7 @@ def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) 
     run_pretraining.py's evaluation takes)."""
     from albert.checkpoints import assign_model_weights, read_checkpoint
     from albert.checkpoints.keras_format import build_model
-    from albert.data.schema import load_data_contract
+    from albert.pretraining_data.schema import load_data_contract
     from albert.tasks.pretraining import PretrainingTask
     from albert.training.loop import TrainerConfig
 

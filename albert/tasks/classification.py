@@ -14,7 +14,7 @@ from typing import Dict, List
 import numpy as np
 import tensorflow as tf
 
-from albert.data.glue import GlueTask, InputFeatures
+from albert.finetuning_data.glue import GlueTask, InputFeatures
 from albert.evaluation.glue_metrics import glue_metrics
 from albert.modeling import AlbertClassifier
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
@@ -50,7 +50,7 @@ def classification_loss(logits: np.ndarray, labels: np.ndarray, regression: bool
 
 @dataclasses.dataclass(kw_only=True)
 class ClassificationTask(FineTuningTask):
-    """Fine-tuning on one GLUE task (`glue_task`, from `albert.data.glue.TASKS`).
+    """Fine-tuning on one GLUE task (`glue_task`, from `albert.finetuning_data.glue.TASKS`).
 
     The other arguments are `FineTuningTask`'s.
     """

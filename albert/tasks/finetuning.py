@@ -29,7 +29,7 @@ import tensorflow as tf
 from albert import io
 from albert.checkpoints import ALBERT_CONFIG_FILE
 from albert.config import AlbertConfig
-from albert.data.streams import RecordSource
+from albert.records.streams import RecordSource
 from albert.training.inputs import TaskInput
 from albert.training.loop import Task
 

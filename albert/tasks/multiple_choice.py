@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from albert import io
-from albert.data.race import RaceExample, RaceFeatures
+from albert.finetuning_data.race import RaceExample, RaceFeatures
 from albert.modeling import AlbertMultipleChoice
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
                                      cross_entropy, softmax)

@@ -7,10 +7,10 @@ from typing import Optional
 from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
 from albert.checkpoints.group0 import group0_weights
 from albert.config import AlbertConfig
-from albert.data.masking import MaskingConfig, MaskingVocabulary
-from albert.data.pretraining_inputs import DynamicMasking, PretrainingParser
-from albert.data.schema import DataContract
-from albert.data.streams import RecordSource
+from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
+from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
+from albert.pretraining_data.schema import DataContract
+from albert.records.streams import RecordSource
 from albert.errors import InputError
 from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_metric_sums,
                              pretraining_normalizers)
@@ -96,7 +96,7 @@ class PretrainingTask(Task):
 
     Args:
       config: the model's `AlbertConfig`.
-      train_data: the training files' contract (`albert.data.schema.load_data_contract`).
+      train_data: the training files' contract (`albert.pretraining_data.schema.load_data_contract`).
       eval_data: the held-out files' contract (None: no evaluation).
       seed: seeds the dynamic masks.
       init_checkpoint: initial weights (any format `albert.checkpoints` reads).

@@ -1,6 +1,6 @@
 """SQuAD v1.1 / v2.0 as a `Task` of the training loop: loss, and evaluation by decoding + scoring.
 
-Training reads the training feature file (`albert.data.squad`). Losses, as
+Training reads the training feature file (`albert.finetuning_data.squad`). Losses, as
 the original:
 - v1.1: `(CE(start) + CE(end)) / 2`, softmax over all positions;
 - v2.0: `0.5·(CE(start) + CE(end)) + 0.5·sigmoid-CE(is_impossible, cls_logits)`,
@@ -24,8 +24,8 @@ from typing import ClassVar, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert.data.squad import PredictFeatures
-from albert.data.streams import RecordSource
+from albert.finetuning_data.squad import PredictFeatures
+from albert.records.streams import RecordSource
 from albert.evaluation import squad_decoding, squad_metrics
 from albert.modeling import AlbertSquadV1, AlbertSquadV2
 from albert.tasks.finetuning import (TOKEN_FEATURES, FineTuningTask, bucketed_outputs,

@@ -7,7 +7,7 @@ code's `init_from_checkpoint`, `transformers` 4.x's TF1 loader and
 `convert_checkpoint.py` read it. The rest of the training state (the
 mixed-precision loss scale, the model's fallback seed generator) goes to
 `training_state-N.json` beside it. The position in the input stream needs
-no file: it is `global_step` times the global batch (`albert.data.streams`).
+no file: it is `global_step` times the global batch (`albert.records.streams`).
 
 A checkpoint appears under its final names only once complete (written
 under a temporary name, data file renamed first, index last), and is listed

@@ -7,7 +7,7 @@ per-replica batches on the host, and TensorFlow hands consecutive batches to
 the worker's replicas in turn.
 
 The global batch of step `s` is records `[s·B, (s+1)·B)` of the run's stream
-(`albert.data.streams`); global replica `g` (worker `w`, local replica `r`,
+(`albert.records.streams`); global replica `g` (worker `w`, local replica `r`,
 `g = w·R + r`) gets the `g`-th slice of `B / (W·R)` records. Each worker
 reads the stream, keeps its `R` slices of every step and parses only those.
 So the union of a step's batches is the same for any topology, and so are the
@@ -23,7 +23,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from albert.data.streams import CYCLE_LENGTH, RecordSource, evaluation_records, training_records
+from albert.records.streams import CYCLE_LENGTH, RecordSource, evaluation_records, training_records
 from albert.errors import InputError
 from albert.modeling.dropout import mix32
 from albert.modeling.encoder import DROPOUT_SEEDS

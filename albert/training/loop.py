@@ -465,7 +465,7 @@ class _run_errors:
         where = "evaluation" if self.step is None else f"training after step {self.step}"
         message = (error.message or str(error)).strip().splitlines()[0]
         if isinstance(error, tf.errors.DataLossError) and self.task_input is not None:
-            from albert.data.tfrecord import find_corruption
+            from albert.records.tfrecord import find_corruption
 
             located = find_corruption(self.task_input.source.files)
             raise RunError(f"{where} stopped: {located or message}") from None

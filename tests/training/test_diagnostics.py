@@ -87,9 +87,9 @@ def learnable_records(tmp_path_factory):
     sentence's position in its document (the order of two segments shows in their words)."""
     import random
 
-    from albert.data.instances import InstanceConfig
-    from albert.data.masking import MaskingConfig
-    from albert.data.pretraining_data import DataConfig, create_pretraining_data
+    from albert.pretraining_data.instances import InstanceConfig
+    from albert.pretraining_data.masking import MaskingConfig
+    from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 
     directory = tmp_path_factory.mktemp("learnable")
     rng = random.Random(3)

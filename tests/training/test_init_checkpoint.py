@@ -5,7 +5,7 @@ from albert.checkpoints import model_weights, write_checkpoint
 from albert.errors import CheckpointMismatchError
 from albert.modeling import AlbertEncoder, AlbertPretrainer
 from albert.checkpoints.group0 import group0_candidates
-from albert.data.schema import DataContract
+from albert.pretraining_data.schema import DataContract
 from albert.tasks.pretraining import PretrainingTask
 from conftest import tiny_config
 

@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from albert.data.instances import InstanceConfig
-from albert.data.masking import MaskingConfig
-from albert.data.pretraining_data import DataConfig, create_pretraining_data
+from albert.pretraining_data.instances import InstanceConfig
+from albert.pretraining_data.masking import MaskingConfig
+from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 from albert.tokenization.training import train_sentencepiece
 from scripts import run_script
 

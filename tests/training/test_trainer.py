@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from albert import io
 from albert.config import AlbertConfig
-from albert.data.schema import load_data_contract
+from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.loop import Trainer, TrainerConfig, variable_names_for
@@ -185,9 +185,9 @@ def test_a_second_run_on_the_same_directory_is_refused(tmp_path, synthetic_recor
 def test_a_whole_run_on_tensorflows_in_memory_file_system(tmp_path, synthetic_corpus):
     """Data creation, pretraining with evaluation, resume and conversion: every path ram://."""
     from albert.checkpoints import read_checkpoint, write_checkpoint
-    from albert.data.instances import InstanceConfig
-    from albert.data.masking import MaskingConfig
-    from albert.data.pretraining_data import DataConfig, create_pretraining_data
+    from albert.pretraining_data.instances import InstanceConfig
+    from albert.pretraining_data.masking import MaskingConfig
+    from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 
     corpus, model = synthetic_corpus
     root = f"ram://albert-test-{os.getpid()}"

@@ -8,7 +8,7 @@ lengths, split points, label balance, truncation sides) are the original's.
 import dataclasses
 from typing import List, Optional, Sequence
 
-from albert.data.masking import (MaskingConfig, MaskingStatistics, MaskingVocabulary,
+from albert.pretraining_data.masking import (MaskingConfig, MaskingStatistics, MaskingVocabulary,
                                  mask_sequence)
 
 

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from albert.data.masking import (MaskingConfig, MaskingStatistics, MaskingVocabulary,
+from albert.pretraining_data.masking import (MaskingConfig, MaskingStatistics, MaskingVocabulary,
                                  mask_sequence, word_candidates)
 
 VOCABULARY = MaskingVocabulary(vocab_size=1000, mask_id=4, cls_id=2, sep_id=3)

@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from albert.data.instances import InstanceConfig
-from albert.data.masking import MaskingConfig
-from albert.data.pretraining_data import DataConfig, create_pretraining_data, expand_output_files
+from albert.pretraining_data.instances import InstanceConfig
+from albert.pretraining_data.masking import MaskingConfig
+from albert.pretraining_data.creation import DataConfig, create_pretraining_data, expand_output_files
 from albert.errors import InputError
 from albert.tokenization import SentencePieceTokenizer
-from records import fills_budget, read_records, replacement_counts
+from pretraining_records import fills_budget, read_records, replacement_counts
 from scripts import assert_clean_failure, run_script
 
 SEQ, PREDICTIONS = 64, 10
@@ -239,8 +239,8 @@ def test_span_lengths_in_the_written_records_follow_one_over_n(tmp_path):
     less than a point (measured with the masking function alone:
     0.546 / 0.272 / 0.174).
     """
-    from albert.data.pretraining_inputs import DynamicMasking
-    from albert.data.masking import MaskingVocabulary
+    from albert.pretraining_data.inputs import DynamicMasking
+    from albert.pretraining_data.masking import MaskingVocabulary
 
     words = [f"w{i}" for i in range(900)]
     vocab = tmp_path / "vocab.txt"

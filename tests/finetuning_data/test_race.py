@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.data.race import (check_lengths, convert_race_example, plan_race_cache, read_race,
+from albert.finetuning_data.race import (check_lengths, convert_race_example, plan_race_cache, read_race,
                               selected_levels, serialize_race_features, write_race_cache)
 from albert.errors import InputError
 from albert.tokenization import SentencePieceTokenizer

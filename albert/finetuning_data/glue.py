@@ -25,9 +25,10 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from albert import io
-from albert.data.feature_cache import (FeatureCache, files_fingerprint,
+from albert.finetuning_data.feature_cache import (FeatureCache, files_fingerprint,
                                       tokenizer_settings)
 from albert.errors import InputError
+from albert.records.example_proto import encode_example
 
 logger = logging.getLogger("albert")
 
@@ -267,8 +268,6 @@ def cache_settings(task: GlueTask, data_dir: str, split: str, max_seq_length: in
 
 
 def serialize_features(features: InputFeatures, regression: bool) -> bytes:
-    from albert.data.example_encoding import encode_example
-
     return encode_example({
         "input_ids": ("int64", features.input_ids), "input_mask": ("int64", features.input_mask),
         "segment_ids": ("int64", features.segment_ids),

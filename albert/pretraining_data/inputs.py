@@ -2,7 +2,7 @@
 
 `PretrainingParser(schema, dynamic_masking)` is the `parse` of the
 pretraining task's input (`albert.training.inputs.TaskInput`): it parses a
-batch of serialised records with the schema (`albert.data.schema`), casts
+batch of serialised records with the schema (`albert.pretraining_data.schema`), casts
 int64 to int32 and names the model inputs (`input_word_ids`,
 `input_type_ids`). `token_boundary` is parsed only for dynamic masking, as
 the original did, so data without it trains.
@@ -20,8 +20,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from albert.data.masking import MaskingConfig, MaskingVocabulary, mask_sequence
-from albert.data.schema import PretrainingSchema
+from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary, mask_sequence
+from albert.pretraining_data.schema import PretrainingSchema
 
 MODEL_INPUT_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 

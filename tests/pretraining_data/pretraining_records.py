@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from albert.data.schema import PretrainingSchema
+from albert.pretraining_data.schema import PretrainingSchema
 
 
 def read_records(paths, max_seq_length, max_predictions_per_seq):

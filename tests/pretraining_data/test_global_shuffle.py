@@ -16,12 +16,12 @@ import time
 import numpy as np
 import pytest
 
-from albert.data.instances import InstanceConfig
-from albert.data.masking import MaskingConfig
-from albert.data.pretraining_data import DataConfig, create_pretraining_data, expand_output_files
-from albert.data.record_shuffle import GlobalRecordShuffle
-from albert.data.schema import load_data_contract
-from records import read_records
+from albert.pretraining_data.instances import InstanceConfig
+from albert.pretraining_data.masking import MaskingConfig
+from albert.pretraining_data.creation import DataConfig, create_pretraining_data, expand_output_files
+from albert.pretraining_data.record_shuffle import GlobalRecordShuffle
+from albert.pretraining_data.schema import load_data_contract
+from pretraining_records import read_records
 from scripts import REPO
 
 SEQ, PREDICTIONS = 32, 5

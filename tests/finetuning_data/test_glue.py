@@ -2,7 +2,7 @@
 
 import pytest
 
-from albert.data.glue import (TASKS, InputExample, convert_example, ensure_cache, get_task,
+from albert.finetuning_data.glue import (TASKS, InputExample, convert_example, ensure_cache, get_task,
                               read_examples)
 from albert.errors import InputError
 from albert.tokenization import SentencePieceTokenizer

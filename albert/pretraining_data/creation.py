@@ -5,7 +5,7 @@ made `dupe_factor` passes over them, shuffled all instances and wrote them
 from one process. Here the same happens in three passes with bounded memory:
 
 1. **Tokenize** the corpus, read once in order, in parallel jobs of a few
-   documents, into an on-disk store of token ids (`albert.data.token_store`).
+   documents, into an on-disk store of token ids (`albert.pretraining_data.token_store`).
 2. **Make instances** (segment pairs, sentence order, masking, serialisation)
    visiting the documents in a seeded random order of the whole corpus, in
    windows of `documents_per_window` documents of that order and jobs of a
@@ -13,7 +13,7 @@ from one process. Here the same happens in three passes with bounded memory:
    random-document negative is drawn from the whole corpus, as in the
    original.
 3. **Write** the records in a uniformly shuffled order of all of them
-   (`albert.data.record_shuffle`: a random key per record, a two-pass bucket
+   (`albert.pretraining_data.record_shuffle`: a random key per record, a two-pass bucket
    sort through a scratch file), round-robin over the output files.
 
 Every random decision of the document at position `p` of the shuffled
@@ -31,7 +31,7 @@ order in dupe round `d` comes from a generator seeded with (`random_seed`,
 
 Outputs are written under temporary names and renamed at the end, so a
 failed run leaves no partial files; the summary beside them is the data's
-contract with training (`albert.data.schema`).
+contract with training (`albert.pretraining_data.schema`).
 """
 
 import contextlib
@@ -53,16 +53,16 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from albert import io
-from albert.data.corpus import iter_windows, total_input_bytes
-from albert.data.example_encoding import serialize_instance
-from albert.data.instances import (InstanceConfig, InstanceStatistics,
+from albert.pretraining_data.corpus import iter_windows, total_input_bytes
+from albert.pretraining_data.instance_encoding import serialize_instance
+from albert.pretraining_data.instances import (InstanceConfig, InstanceStatistics,
                                    create_instances_from_document)
-from albert.data.masking import MaskingStatistics, MaskingVocabulary
-from albert.data.record_shuffle import GlobalRecordShuffle
-from albert.data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
+from albert.pretraining_data.masking import MaskingStatistics, MaskingVocabulary
+from albert.pretraining_data.record_shuffle import GlobalRecordShuffle
+from albert.pretraining_data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
                                 summary_contract_fields)
-from albert.data.tfrecord import TFRecordWriter, frame_record
-from albert.data.token_store import PermutedDocuments, TokenizedDocuments, TokenStoreWriter
+from albert.records.tfrecord import TFRecordWriter, frame_record
+from albert.pretraining_data.token_store import PermutedDocuments, TokenizedDocuments, TokenStoreWriter
 from albert.errors import AlbertError, InputError
 from albert.tokenization import DIGIT_COMMA_RULES, load_tokenizer, require_special_tokens
 
@@ -167,7 +167,7 @@ class WindowWorker:
         the process boundary instead of thousands of small ones. Each
         document's generator, after making its instances, draws one 64-bit
         key per instance: the records' places in the output
-        (`albert.data.record_shuffle`).
+        (`albert.pretraining_data.record_shuffle`).
         """
         config = self.config
         documents = self._documents(shared)
@@ -426,7 +426,7 @@ class _Summary:
                 "fraction_1": instances.label_one / max(instances.instances, 1)},
             "random_document_negatives": instances.random_document_negatives,
             # The written order is a uniform shuffle of all records (see
-            # albert.data.record_shuffle); run_pretraining.py checks this.
+            # albert.pretraining_data.record_shuffle); run_pretraining.py checks this.
             "shuffle": "global",
             "seconds": seconds,
             "instances_per_second": instances.instances / max(seconds, 1e-9),

@@ -141,7 +141,7 @@ def _summaries_beside(files: Sequence[str]) -> Dict[str, Tuple[str, dict]]:
 
 def _checked_lengths(path: str) -> Dict[str, int]:
     """Feature lengths of the first record, checked against the schema's shape."""
-    from albert.data.tfrecord import first_record_lengths
+    from albert.records.tfrecord import first_record_lengths
 
     lengths = first_record_lengths(path)
     for name in SEQUENCE_FEATURES + PREDICTION_FEATURES + (LABEL_FEATURE,):
@@ -163,7 +163,7 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
     Raises InputError when summaries disagree with each other or with the
     records of files that have none.
     """
-    from albert.data.tfrecord import count_records
+    from albert.records.tfrecord import count_records
 
     described = _summaries_beside(files)
     counts, values, sources, max_ids, boundaries, unshuffled = [], {}, [], [], [], []

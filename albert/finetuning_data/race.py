@@ -28,8 +28,9 @@ import re
 from typing import Dict, List, Sequence, Tuple
 
 from albert import io
-from albert.data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
+from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.errors import InputError
+from albert.records.example_proto import encode_example
 
 logger = logging.getLogger("albert")
 
@@ -181,8 +182,6 @@ def convert_race_example(example: RaceExample, max_seq_length: int, max_qa_lengt
 
 def serialize_race_features(features: RaceFeatures) -> bytes:
     """The original's record: the options' sequences concatenated."""
-    from albert.data.example_encoding import encode_example
-
     def flat(rows):
         return [value for row in rows for value in row]
 

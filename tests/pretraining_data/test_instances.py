@@ -1,8 +1,8 @@
 import dataclasses
 import random
 
-from albert.data.instances import InstanceConfig, create_instances_from_document, truncate_seq_pair
-from albert.data.masking import MaskingConfig, MaskingVocabulary
+from albert.pretraining_data.instances import InstanceConfig, create_instances_from_document, truncate_seq_pair
+from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
 
 VOCABULARY = MaskingVocabulary(vocab_size=100, mask_id=4, cls_id=2, sep_id=3)
 START = [True] * 100

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.data import squad
+from albert.finetuning_data import squad
 from albert.errors import InputError
 from albert.tokenization import SentencePieceTokenizer
 from albert.tokenization.text import preprocess_text

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.data.instances import InstanceConfig
-from albert.data.masking import MaskingConfig, MaskingVocabulary
-from albert.data.pretraining_data import DataConfig, create_pretraining_data
-from albert.data.pretraining_inputs import DynamicMasking, PretrainingParser
-from albert.data.schema import PretrainingSchema, load_data_contract
+from albert.pretraining_data.instances import InstanceConfig
+from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
+from albert.pretraining_data.creation import DataConfig, create_pretraining_data
+from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
+from albert.pretraining_data.schema import PretrainingSchema, load_data_contract
 from albert.errors import InputError
-from records import read_records
+from pretraining_records import read_records
 
 SEQ, PREDICTIONS = 64, 10
 

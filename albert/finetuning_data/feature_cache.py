@@ -121,7 +121,7 @@ class FeatureCache:
         For tasks whose examples give several records each (SQuAD windows):
         the records are streamed to the file, never held in memory together.
         """
-        from albert.data.tfrecord import TFRecordWriter
+        from albert.records.tfrecord import TFRecordWriter
 
         if self.examples is None:
             return self.records

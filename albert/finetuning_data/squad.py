@@ -43,9 +43,10 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from albert import io
-from albert.data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
+from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.errors import InputError
 from albert.tokenization.text import preprocess_text
+from albert.records.example_proto import encode_example
 
 logger = logging.getLogger("albert")
 
@@ -463,8 +464,6 @@ class FeatureConverter:
 
 def serialize_feature(feature: SquadFeature, is_training: bool) -> bytes:
     """The original's record (training adds the labels)."""
-    from albert.data.example_encoding import encode_example
-
     values = {"unique_ids": ("int64", [feature.unique_id]),
               "input_ids": ("int64", feature.input_ids),
               "input_mask": ("int64", feature.input_mask),
@@ -646,7 +645,7 @@ def _read_left_header(left_file: str) -> dict:
 def write_predict_features(features: Sequence[SquadFeature], feature_file: str, left_file: str,
                            settings: dict, questions: int) -> None:
     """Both files atomically: the TFRecord first, then the JSON that validates it."""
-    from albert.data.tfrecord import TFRecordWriter
+    from albert.records.tfrecord import TFRecordWriter
 
     with io.atomic_output_file(feature_file) as temporary:
         writer = TFRecordWriter(temporary)

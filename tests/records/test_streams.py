@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.data.streams import RecordSource, evaluation_records, round_robin_position, training_records
+from albert.records.streams import RecordSource, evaluation_records, round_robin_position, training_records
 from albert.training.inputs import TaskInput, distributed_training_dataset
 
 

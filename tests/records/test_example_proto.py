@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.data.example_encoding import encode_example, serialize_instance
-from albert.data.instances import TrainingInstance
-from albert.data.schema import PretrainingSchema
-from albert.data.tfrecord import TFRecordWriter, count_records, find_corruption, iter_records
+from albert.pretraining_data.instance_encoding import serialize_instance
+from albert.records.example_proto import encode_example
+from albert.pretraining_data.instances import TrainingInstance
+from albert.pretraining_data.schema import PretrainingSchema
+from albert.records.tfrecord import TFRecordWriter, count_records, find_corruption, iter_records
 
 
 def _tensorflow_bytes(features):
