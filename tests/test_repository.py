@@ -38,9 +38,9 @@ def test_docs_exist_and_name_the_seams():
         assert topic in fidelity, topic
 
 
-def test_the_readme_lists_exactly_the_registered_checkpoint_formats():
-    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
-    table = re.search(r"\| format \| reads \| writes \|\n\|[-| ]+\|\n((?:\|.*\n)+)", readme).group(1)
+def test_the_checkpoint_docs_list_exactly_the_registered_checkpoint_formats():
+    page = open(os.path.join(REPO, "docs", "checkpoints.md"), encoding="utf-8").read()
+    table = re.search(r"\| format \| reads \| writes \|\n\|[-| ]+\|\n((?:\|.*\n)+)", page).group(1)
     listed = [re.match(r"\| `([a-z_0-9]+)` \|", row).group(1) for row in table.splitlines()]
     assert sorted(listed) == sorted(format_names()) == sorted(formats())
     for name, fmt in formats().items():
