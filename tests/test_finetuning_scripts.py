@@ -215,9 +215,13 @@ def _interrupt_when(args, ready, timeout=300, new_session=False):
     `new_session`, as a terminal's Ctrl-C does); returns (exit status, stderr)."""
     from conftest import REPO
 
+    # A suite started in the background by a shell without job control (`nohup ... &`) has
+    # SIGINT ignored, and children inherit that: give the run the terminal's default, as a
+    # user pressing Ctrl-C has it.
     process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, start_new_session=new_session,
-                               env=dict(os.environ, PYTHONPATH=REPO))
+                               env=dict(os.environ, PYTHONPATH=REPO),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None and not ready():
         time.sleep(0.05)
