@@ -28,10 +28,15 @@ import os
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io
-from albert.finetuning_data.feature_cache import tokenizer_settings
-from albert.finetuning_data.glue import TASKS, convert_examples, get_task, plan_cache, read_examples, write_cache
+from albert import cli, finetuning_cli, io, restarts
+from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
+from albert.export.classifier import export_classifier
+from albert.finetuning_data.feature_cache import tokenizer_settings
+from albert.finetuning_data.glue import (TASKS, convert_examples, get_task, plan_cache,
+                                         read_examples, write_cache)
+from albert.tasks.classification import (ClassificationTask, bucketed_logits, prediction_files,
+                                         predictions_from_logits, stack_features, write_predictions)
 
 # --- the original's 32 flags ---
 flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per GLUE task.")
@@ -103,8 +108,6 @@ def apply_preset(task_name: str) -> dict:
 
 def main(argv):
     del argv
-    from albert import restarts
-
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
         evaluates=FLAGS.do_train and FLAGS.do_eval,
@@ -140,8 +143,6 @@ def run_once():
     weights = finetuning_cli.initial_weights(
         config, init_checkpoint, "classifier", head_dims,
         f"{glue_task.name} ({glue_task.num_labels} labels)")
-
-    from albert.tasks.classification import ClassificationTask, prediction_files
 
     task = ClassificationTask(
         config=config, glue_task=glue_task, max_seq_length=FLAGS.max_seq_length,
@@ -189,10 +190,6 @@ def run_once():
 
 def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, examples):
     """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
-    from albert.checkpoints import assign_model_weights
-    from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
-                                             stack_features, write_predictions)
-
     weights, source = finetuning_cli.prediction_weights(
         FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train,
         "Predicting" if FLAGS.do_predict else "Exporting")
@@ -207,8 +204,6 @@ def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, e
                                     probabilities, predictions)
         logging.info("Wrote %d predictions: %s", len(examples), ", ".join(written))
     if FLAGS.export_dir:
-        from albert.export.classifier import export_classifier
-
         export_classifier(model, FLAGS.export_dir, FLAGS.max_seq_length, glue_task.is_regression,
                           FLAGS.threshold_to_export)
         logging.info("Exported a SavedModel to %s", FLAGS.export_dir)

@@ -29,12 +29,13 @@ original crashed); --init_from_group0 initialises every group (the original
 silently skipped some).
 """
 
+import keras
 from absl import flags, logging
 
 from albert import cli, io
 from albert.checkpoints import format_names
-from albert.pretraining_data.schema import load_data_contract
 from albert.errors import InputError
+from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
@@ -152,8 +153,6 @@ def main(argv):
         sentence_objective=FLAGS.sentence_objective,
         plateau_window_steps=FLAGS.plateau_window_steps)
     task.check_inputs()  # bad input fails here, before anything is written
-
-    import keras
 
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop = FLAGS.steps_per_loop or (

@@ -25,11 +25,17 @@ when made with other settings.
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io
-from albert.finetuning_data.race import (check_lengths, convert_race_example, level_counts, plan_race_cache,
-                              read_race, selected_levels, write_race_cache)
-from albert.finetuning_data.feature_cache import tokenizer_settings
+from albert import cli, finetuning_cli, io, restarts
+from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
+from albert.finetuning_data.feature_cache import tokenizer_settings
+from albert.finetuning_data.race import (check_lengths, convert_race_example, level_counts,
+                                         plan_race_cache, read_race, selected_levels,
+                                         write_race_cache)
+from albert.tasks.finetuning import bucketed_logits
+from albert.tasks.multiple_choice import (MultipleChoiceTask, multiple_choice_metrics,
+                                          race_prediction_files, stack_choice_features,
+                                          write_race_predictions)
 
 # --- the original's 35 flags ---
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}/.")
@@ -88,8 +94,6 @@ HEAD = "multiple_choice"
 
 def main(argv):
     del argv
-    from albert import restarts
-
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
         evaluates=FLAGS.do_train and FLAGS.do_eval, predicts=FLAGS.do_predict,
@@ -117,8 +121,6 @@ def run_once():
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     weights = finetuning_cli.initial_weights(config, init_checkpoint, HEAD, {},
                                              "the multiple-choice head")
-
-    from albert.tasks.multiple_choice import MultipleChoiceTask, race_prediction_files
 
     task = MultipleChoiceTask(
         config=config, max_seq_length=FLAGS.max_seq_length, num_choices=FLAGS.num_choices,
@@ -170,11 +172,6 @@ def run_once():
 
 def predict(task, trainer, tokenizer, init_checkpoint, examples):
     """Test-set accuracy (overall and per level) and predictions.tsv."""
-    from albert.checkpoints import assign_model_weights
-    from albert.tasks.finetuning import bucketed_logits
-    from albert.tasks.multiple_choice import (multiple_choice_metrics, stack_choice_features,
-                                              write_race_predictions)
-
     weights, source = finetuning_cli.prediction_weights(
         FLAGS.output_dir, init_checkpoint, task.config, HEAD, {}, FLAGS.do_train)
     model = task.build_model()

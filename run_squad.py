@@ -33,8 +33,14 @@ existing file made with other settings is refused, never overwritten.
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io
+from albert import cli, finetuning_cli, io, restarts
+from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
+from albert.evaluation import squad_decoding, squad_metrics
+from albert.finetuning_data import squad
+from albert.finetuning_data.feature_cache import tokenizer_settings
+from albert.finetuning_data.squad import check_lengths
+from albert.tasks.squad import SquadEvaluation, SquadTask
 
 # --- the original's flags (the union of run_squad_v1.py and run_squad_v2.py) ---
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
@@ -124,7 +130,6 @@ def check_flags():
         raise InputError("--do_train needs --train_file")
     if FLAGS.do_predict and not FLAGS.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    from albert.finetuning_data.squad import check_lengths
 
     check_lengths(FLAGS.max_seq_length, FLAGS.max_query_length, FLAGS.doc_stride)
     finetuning_cli.check_at_least_one("n_best_size", "max_answer_length", "start_n_top",
@@ -133,8 +138,6 @@ def check_flags():
 
 def main(argv):
     del argv
-    from albert import restarts
-
     check_flags()
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
@@ -159,11 +162,6 @@ def run_once():
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     weights = finetuning_cli.initial_weights(config, init_checkpoint, head, {},
                                              f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
-
-    from albert.finetuning_data import squad
-    from albert.finetuning_data.feature_cache import tokenizer_settings
-    from albert.evaluation import squad_decoding, squad_metrics
-    from albert.tasks.squad import SquadEvaluation, SquadTask
 
     lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
     task = SquadTask(config=config, max_seq_length=FLAGS.max_seq_length, version_2=version_2,
@@ -239,8 +237,6 @@ def run_once():
 
 def predict_with_best(task, trainer, init_checkpoint, head):
     """The final predictions and scores (the best checkpoint), as the original's last step."""
-    from albert.checkpoints import assign_model_weights
-
     weights, source = finetuning_cli.prediction_weights(
         FLAGS.output_dir, init_checkpoint, task.config, head, {}, FLAGS.do_train)
     model = task.build_model()

@@ -54,6 +54,7 @@ def probe_tensorflow_devices() -> None:
     Enumerating physical devices does not start the runtime, so
     multi-worker strategies can still be configured afterwards.
     """
+    # Inside: create_pretraining_data.py and its workers import this module without TensorFlow.
     import tensorflow as tf
 
     with filtered_stderr(_DEVICE_PROBE_NOISE):

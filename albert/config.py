@@ -27,6 +27,7 @@ import json
 import math
 from typing import Any, Optional
 
+from albert import io
 from albert.errors import ConfigError
 
 # Keys of the released albert_config.json files that the model ignores.
@@ -141,8 +142,6 @@ class AlbertConfig:
 
     @classmethod
     def from_json_file(cls, path: str, allow_unknown_keys: bool = False) -> "AlbertConfig":
-        from albert import io
-
         try:
             text = io.read_text(path)
         except (OSError, UnicodeDecodeError) as error:
@@ -167,8 +166,6 @@ class AlbertConfig:
 
     def to_json_file(self, path: str) -> None:
         """Writes the config atomically (gs:// and other TensorFlow file systems work)."""
-        from albert import io
-
         io.write_text_atomically(path, self.to_json_string())
 
     # ------------------------------------------------------------- derived

@@ -33,6 +33,8 @@ import subprocess
 import sys
 
 from albert import io
+from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, LabelCounts
+from albert.training.cpu_features import resolve_mixed_precision
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -138,15 +140,11 @@ def main(argv=None) -> None:
 
 def pretraining_precision(choice: str) -> str:
     """The --mixed_precision of the demo's pretraining; "auto" asks this CPU, never assumes."""
-    from albert.training.cpu_features import resolve_mixed_precision
-
     return resolve_mixed_precision(choice)
 
 
 def print_sentence_order_vs_chance(evaluations: list, heldout_summary: str) -> None:
     """Sentence-order accuracy at every checkpoint against the held-out set's majority share."""
-    from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, LabelCounts
-
     summary = io.read_json(heldout_summary)  # create_pretraining_data.py counted the labels
     labels = summary["sentence_order_labels"]
     counts = LabelCounts(ones=labels["1"], total=labels["0"] + labels["1"])

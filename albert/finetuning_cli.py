@@ -9,11 +9,17 @@ prediction weights the same way.
 import dataclasses
 from typing import Optional, Tuple
 
+import keras
 from absl import flags, logging
 
-from albert import cli, io
-from albert.checkpoints import format_names, read_checkpoint
+from albert import cli, io, restarts, tokenization
+from albert.checkpoints import format_names, read_checkpoint, read_weights
 from albert.errors import CheckpointMismatchError, InputError
+from albert.training import distribute
+from albert.training.checkpointing import TrainingCheckpoints
+from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
+from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+from albert.training.run_directory import EVAL_JSON, EVAL_TXT, RunDirectory
 
 FLAGS = flags.FLAGS
 
@@ -34,9 +40,6 @@ def define_tpu_flags() -> None:
 
 def define_runtime_flags() -> None:
     """Flags added to the original's: strategy, precision, XLA, seed, initial weights."""
-    from albert.training import distribute
-    from albert.training.loop import MIXED_PRECISION
-
     distribute.define_flags()
     flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
     flags.DEFINE_bool("jit_compile", False, "Compile the training step and evaluation with XLA.")
@@ -61,7 +64,6 @@ def define_runtime_flags() -> None:
                       "AdamW), with the original's weight decay, exclusions and clip; off: the "
                       "original's optimizer, which has none (docs/finetuning.md).")
     cli.define_config_flags()
-    from albert import restarts
 
     restarts.define_flags()
     # Flags defined in other modules are listed by --help only when declared key flags; the
@@ -76,8 +78,6 @@ BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
 
 def create_strategy():
     """(strategy, its name) from --strategy / --use_tpu / --tpu / --tpu_name."""
-    from albert.training import distribute
-
     tpu = FLAGS.tpu or FLAGS.tpu_name
     name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
     return distribute.create_strategy(name, tpu, FLAGS.cpu_devices), name
@@ -99,8 +99,6 @@ def load_config(max_seq_length: int, **dropouts):
 
 def _hub_module_config():
     """The config an --albert_hub_module_handle carries (our exported encoder, HF, Keras)."""
-    from albert.checkpoints import read_weights
-
     handle = getattr(FLAGS, "albert_hub_module_handle", None)
     carried = None
     if handle:
@@ -116,8 +114,6 @@ def load_tokenizer(config, vocab_file: Optional[str], spm_model_file: Optional[s
                    do_lower_case: bool):
     """--spm_model_file (or --vocab_file), checked against the model: the special symbols, and
     no id beyond the config's vocab_size."""
-    from albert import tokenization
-
     tokenizer = tokenization.load_tokenizer(vocab_file, spm_model_file, do_lower_case)
     tokenization.require_special_tokens(tokenizer)
     tokenization.require_vocabulary_within(tokenizer, config.vocab_size)
@@ -134,8 +130,6 @@ def check_at_least_one(*names: str) -> None:
 
 def check_output_dir(task):
     """The run directory, refused if it holds a run with other run files (other settings)."""
-    from albert.training.run_directory import RunDirectory
-
     directory = RunDirectory(FLAGS.output_dir)
     directory.check_run_files(task.run_files())
     return directory
@@ -143,8 +137,6 @@ def check_output_dir(task):
 
 def check_checkpoints_to_evaluate(output_dir: str) -> None:
     """--do_eval without --do_train evaluates the run's checkpoints: there must be some."""
-    from albert.training.checkpointing import TrainingCheckpoints
-
     if not TrainingCheckpoints(output_dir).steps():
         raise InputError(f"No checkpoint to evaluate in {output_dir}: --do_eval without "
                          "--do_train evaluates the checkpoints of an earlier training run there "
@@ -155,8 +147,6 @@ def check_something_to_predict_with(output_dir: str, init_checkpoint: Optional[s
                                     evaluates: bool) -> None:
     """A run that predicts without training needs model.ckpt-best, checkpoints this run
     evaluates (`evaluates`) to make one, or a fine-tuned --init_checkpoint."""
-    from albert.training.checkpointing import TrainingCheckpoints
-
     if init_checkpoint or io.exists(io.join(output_dir, "model.ckpt-best.index")):
         return
     if evaluates and TrainingCheckpoints(output_dir).steps():
@@ -173,8 +163,6 @@ def start_writing(directory, task, outputs) -> None:
     files (config and settings), so a later run with other settings is
     refused even when this one only evaluates or predicts.
     """
-    from albert.training.run_directory import EVAL_JSON, EVAL_TXT
-
     own = [directory.path(name) for name in (*task.run_files(), EVAL_JSON, EVAL_TXT)]
     for path in [*own, *outputs]:
         for stale in io.remove_stale_temporaries(path):
@@ -229,11 +217,6 @@ def make_trainer(task, strategy, strategy_name: str, *, output_dir: str, train_s
                  warmup_step: int, learning_rate: float, optimizer: str, train_batch_size: int,
                  eval_batch_size: int, save_checkpoints_steps: int, keep_checkpoint_max: int):
     """The one training loop, configured from the script's flags."""
-    import keras
-
-    from albert.training.loop import Trainer, TrainerConfig, variable_names_for
-    from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
-
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop = FLAGS.steps_per_loop or (
         FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)

@@ -21,6 +21,7 @@ import gzip
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from typing import Iterator, List
 
@@ -33,6 +34,7 @@ def is_remote(path: str) -> bool:
 
 
 def _gfile():
+    # Inside: local paths never need TensorFlow, and the data-creation workers run without it.
     import tensorflow as tf
 
     return tf.io.gfile
@@ -382,8 +384,6 @@ def new_directory(final_dir: str, overwrite: bool = False):
 @contextlib.contextmanager
 def local_scratch_dir(prefix: str = "albert-"):
     """A temporary local directory, removed afterwards."""
-    import tempfile
-
     directory = tempfile.mkdtemp(prefix=prefix)
     try:
         yield directory

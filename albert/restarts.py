@@ -24,6 +24,7 @@ import dataclasses
 import math
 from typing import Callable, Dict, List, Optional, Tuple
 
+import keras
 from absl import flags, logging
 
 from albert import io
@@ -129,8 +130,6 @@ def main(run_once: Callable[[], None], plan: RestartPlan) -> None:
 
 def _clear_session() -> None:
     """Frees the finished seed's graphs and models before the next one."""
-    import keras
-
     keras.backend.clear_session()
 
 

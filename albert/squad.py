@@ -12,12 +12,13 @@ import argparse
 import json
 import sys
 
+from albert import io
 from albert.errors import InputError
+from albert.evaluation import squad_metrics
+from albert.finetuning_data.squad import load_squad_json
 
 
 def _read_json(path: str, what: str):
-    from albert import io
-
     try:
         return json.loads(io.read_text(path))
     except OSError as error:
@@ -28,9 +29,6 @@ def _read_json(path: str, what: str):
 
 def evaluate_files(data_file: str, prediction_file: str, na_prob_file=None,
                    na_prob_thresh: float = 1.0, version: str = "auto") -> dict:
-    from albert.finetuning_data.squad import load_squad_json
-    from albert.evaluation import squad_metrics
-
     document = load_squad_json(data_file)
     predictions = _read_json(prediction_file, "prediction file")
     if not isinstance(predictions, dict):

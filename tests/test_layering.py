@@ -6,6 +6,8 @@ functions alike: an import hidden in a function is still a dependency.
 
 import ast
 import os
+import subprocess
+import sys
 from collections import defaultdict
 
 from conftest import REPO
@@ -101,3 +103,66 @@ def test_the_walker_sees_an_import_hidden_in_a_function(tmp_path):
     assert edges[("checkpoints", "export")] == [os.path.join("albert", "checkpoints",
                                                              "savedmodel.py") + ":2"]
     assert ("export", "io") in edges
+
+
+def _unexplained_function_imports(package=PACKAGE):
+    """file:line of every import inside a function with no comment saying why, in the
+    package and in the scripts beside it.
+
+    A comment on the import's own line, or on the line just above its block of
+    consecutive imports, counts.
+    """
+    root = os.path.dirname(package)
+    scripts = [os.path.join(root, name) for name in sorted(os.listdir(root)) if name.endswith(".py")]
+    package_files = [os.path.join(directory, name) for directory, _, files in os.walk(package)
+                     for name in sorted(files) if name.endswith(".py")]
+    found = []
+    for path in scripts + package_files:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        lines = source.splitlines()
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                above = node.lineno - 2   # index of the line above
+                while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+                    above -= 1
+                explained = "#" in lines[node.lineno - 1] or (
+                    above >= 0 and lines[above].strip().startswith("#"))
+                if not explained:
+                    found.append(f"{os.path.relpath(path, root)}:{node.lineno}")
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_say_why():
+    """Only a fast start (no TensorFlow where a command does not need it) or an optional
+    dependency justifies an import inside a function, and a comment says which."""
+    assert not _unexplained_function_imports(), _unexplained_function_imports()
+
+
+def test_an_import_inside_a_function_without_a_comment_is_found(tmp_path):
+    package = tmp_path / "albert"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "def f():\n    import json\n    return json\n\n"
+        "def g():\n    # optional dependency\n    import yaml\n    import toml\n    return yaml, toml\n")
+    assert _unexplained_function_imports(str(package)) == [os.path.join("albert", "a.py") + ":2"]
+
+
+def test_the_data_creation_script_starts_without_tensorflow():
+    """create_pretraining_data.py and its worker processes need neither TensorFlow nor Keras:
+    the imports kept inside functions for that reason keep doing their job."""
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['create_pretraining_data.py', '--helpshort']\n"
+             "try:\n"
+             "    runpy.run_path('create_pretraining_data.py', run_name='__main__')\n"
+             "except SystemExit:\n"
+             "    pass\n"
+             "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
+             "print('HEAVY=' + ','.join(heavy))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert "HEAVY=\n" in result.stdout, (result.stdout[-2000:], result.stderr[-2000:])

@@ -11,11 +11,11 @@ import logging
 from typing import List, Optional, Tuple
 
 from albert import io
-from albert.checkpoints.registry import (check_can_represent, detect_format, format_names,
-                                         formats, get_format)
 from albert.checkpoints.naming import PRETRAINING_HEAD
-from albert.checkpoints.weights import (Weights, as_float32, assign_model_weights,
-                                        check_weights, find_head, has_heads, model_variables,
+from albert.checkpoints.registry import (check_can_represent, detect_format, format_names, formats,
+                                         get_format)
+from albert.checkpoints.weights import (Weights, as_float32, assign_model_weights, check_weights,
+                                        find_head, has_heads, model_parts, model_variables,
                                         model_weights)
 from albert.config import AlbertConfig
 from albert.errors import ConfigError, InputError
@@ -89,8 +89,6 @@ def write_checkpoint(weights: Weights, config: AlbertConfig, output_dir: str,
 
 def load_into_model(model, path: str, input_format: str = "auto") -> None:
     """Initialises one of our models from a checkpoint of any format, all or nothing."""
-    from albert.checkpoints.weights import model_parts
-
     encoder, _, head, dims = model_parts(model)
     weights, _ = read_checkpoint(path, input_format, encoder.albert_config,
                                  heads="required" if head is not None else "ignore",

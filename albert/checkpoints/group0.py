@@ -25,6 +25,8 @@ from typing import Dict, List
 
 import numpy as np
 
+from albert.checkpoints import detect_format, read_weights
+from albert.checkpoints.model_garden import model_garden_source_config
 from albert.checkpoints.naming import PRETRAINING_HEAD, weight_names
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
@@ -53,8 +55,6 @@ def group0_candidates(name: str) -> List[str]:
 
 def _source_config(config: AlbertConfig, input_format: str) -> AlbertConfig:
     if input_format == "model_garden":
-        from albert.checkpoints.model_garden import model_garden_source_config
-
         return model_garden_source_config(config)
     return config
 
@@ -64,8 +64,6 @@ def group0_weights(config: AlbertConfig, path: str, input_format: str = "auto") 
 
     The pretraining heads are included when the checkpoint has all of them.
     """
-    from albert.checkpoints import detect_format, read_weights
-
     name = detect_format(path) if input_format == "auto" else input_format
     weights, _, source = read_weights(path, name, _source_config(config, name))
     sources, missing, misshaped = {}, [], []

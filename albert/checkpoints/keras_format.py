@@ -6,19 +6,18 @@ import keras
 
 from albert import io
 from albert.checkpoints.format import CheckpointFormat
-from albert.checkpoints.weights import Weights, assign_model_weights, find_head, model_weights
+from albert.checkpoints.weights import (Weights, assign_model_weights, find_head, model_parts,
+                                        model_weights)
 from albert.config import AlbertConfig
-from albert.errors import InputError
+from albert.errors import ConfigError, InputError
+from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
+                             AlbertPretrainer, AlbertSquadV1, AlbertSquadV2)
 
 KERAS_FILE = "model.keras"
 
 
 def build_model(config: AlbertConfig, head=None, head_dims=None):
     """Our Keras model for `config` with the head `head` (a key of naming.HEADS, or None)."""
-    from albert.errors import ConfigError
-    from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
-                                 AlbertPretrainer, AlbertSquadV1, AlbertSquadV2)
-
     if head is None:
         return AlbertEncoder(config)
     if head == "pretraining":
@@ -42,8 +41,6 @@ def write_keras(weights: Weights, config: AlbertConfig, path: str, head=None) ->
 
 
 def read_keras(path: str) -> Tuple[Weights, AlbertConfig]:
-    from albert.checkpoints.weights import model_parts
-
     if io.isdir(path):
         path = io.join(path, KERAS_FILE)
     if not io.exists(path):

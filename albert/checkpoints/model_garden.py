@@ -43,6 +43,7 @@ def check_model_garden_can_represent(config: AlbertConfig) -> None:
 
 def build_model_garden_encoder(config: AlbertConfig):
     """A tf-models-official `AlbertEncoder` with this config's shapes (dict outputs)."""
+    # Inside: tf-models-official takes seconds to load and only this format needs it.
     import tf_keras
     from official.modeling import tf_utils
     from official.nlp.modeling import networks

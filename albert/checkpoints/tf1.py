@@ -3,6 +3,7 @@
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+import tensorflow as tf
 
 from albert import io
 from albert.checkpoints.format import CheckpointFormat
@@ -29,8 +30,6 @@ def resolve_checkpoint_prefix(path: str) -> str:
     or a directory: a training `output_dir` (its `checkpoint` state file), a
     released tarball (`model.ckpt-best`) or a TF-Hub module (`variables/variables`).
     """
-    import tensorflow as tf
-
     prefix = path
     for suffix in (".index", ".meta"):
         if prefix.endswith(suffix):
@@ -56,8 +55,6 @@ def resolve_checkpoint_prefix(path: str) -> str:
 
 def open_reader(path: str):
     """(CheckpointReader, prefix) of the TF checkpoint at `path`."""
-    import tensorflow as tf
-
     prefix = resolve_checkpoint_prefix(path)
     try:
         # Not tf.train.load_checkpoint: it asks whether the prefix is a
@@ -101,8 +98,6 @@ def read_tf1(path: str) -> Tuple[Weights, str]:
 
 def save_tensors(prefix: str, tensors: Dict[str, np.ndarray]) -> None:
     """Writes `{name: array}` as a name-based (V2 format) TF checkpoint at `prefix`."""
-    import tensorflow as tf
-
     names = list(tensors)
     tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                       tensors=[tf.constant(np.asarray(tensors[name])) for name in names])

@@ -17,10 +17,11 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import keras
 import numpy as np
 
-from albert.checkpoints.naming import (HEADS, PRETRAINING_HEAD, all_head_names,
-                                      backbone_names, head_names, is_training_state)
+from albert.checkpoints.naming import (HEADS, PRETRAINING_HEAD, all_head_names, backbone_names,
+                                       head_names, is_training_state)
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
+from albert.modeling import AlbertEncoder
 
 logger = logging.getLogger("albert")
 
@@ -133,8 +134,6 @@ def model_parts(model):
     Models with a head have an `encoder` attribute, a `head_name` (a key of
     `naming.HEADS`) and `head_dimensions()`.
     """
-    from albert.modeling import AlbertEncoder
-
     if isinstance(model, AlbertEncoder):
         return model, None, None, {}
     if isinstance(getattr(model, "encoder", None), AlbertEncoder) and hasattr(model, "head_name"):

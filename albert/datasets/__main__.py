@@ -13,6 +13,9 @@ import json
 from absl import flags
 
 from albert import cli
+from albert.datasets.demo_corpus import build_demo_corpus
+from albert.datasets.glue_demo import build_glue_demo
+from albert.datasets.larger_corpus import build_larger_corpus
 from albert.errors import InputError
 
 flags.DEFINE_string("output_dir", None, "Directory to write the dataset to.")
@@ -32,17 +35,11 @@ def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise InputError(USAGE)
     if argv[1] == "demo-corpus":
-        from albert.datasets.demo_corpus import build_demo_corpus
-
         manifest = build_demo_corpus(FLAGS.output_dir, force=FLAGS.force)
     elif argv[1] == "larger-corpus":
-        from albert.datasets.larger_corpus import build_larger_corpus
-
         manifest = build_larger_corpus(FLAGS.output_dir, FLAGS.brown_archive,
                                        FLAGS.python_doc_archive, force=FLAGS.force)
     else:
-        from albert.datasets.glue_demo import build_glue_demo
-
         manifest = build_glue_demo(FLAGS.output_dir)
     print(json.dumps(manifest["files"], indent=2, sort_keys=True))
 

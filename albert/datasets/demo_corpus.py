@@ -20,9 +20,9 @@ import logging
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from albert.datasets import sources
-from albert.errors import InputError
 from albert import io
+from albert.datasets import sources, wikitext
+from albert.errors import InputError
 from albert.io import atomic_output_dir
 
 logger = logging.getLogger("albert")
@@ -48,6 +48,7 @@ def require_demo_packages() -> None:
 
 def split_sentences(paragraph: str) -> List[str]:
     """Sentences of a paragraph (syntok), with their original spacing inside."""
+    # Inside: syntok is an optional dependency (the "demo" extra).
     from syntok import segmenter
 
     sentences = []
@@ -60,8 +61,6 @@ def split_sentences(paragraph: str) -> List[str]:
 
 
 def wikipedia_documents(path: str) -> Iterable[List[str]]:
-    from albert.datasets import wikitext
-
     for _, text in wikitext.iter_articles(path):
         sentences = [s for paragraph in wikitext.article_paragraphs(text)
                      for s in split_sentences(paragraph)]

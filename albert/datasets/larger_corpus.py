@@ -33,6 +33,7 @@ import logging
 import os
 import re
 import tarfile
+from pydoc_data.topics import topics
 from typing import Iterable, Iterator, List
 
 from albert import io
@@ -153,8 +154,6 @@ def python_doc_documents(archive: str) -> Iterator[List[str]]:
 
 
 def pydoc_topic_documents() -> Iterator[List[str]]:
-    from pydoc_data.topics import topics
-
     for name in sorted(topics):
         sentences = [s for paragraph in _info_paragraphs(topics[name])
                      for s in split_sentences(paragraph)]

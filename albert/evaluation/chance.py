@@ -10,6 +10,8 @@ docs call "above chance".
 import dataclasses
 import math
 
+import tensorflow as tf
+
 ABOVE_CHANCE_STANDARD_ERRORS = 3.0
 
 
@@ -39,8 +41,6 @@ def margin_in_standard_errors(accuracy: float, majority_share: float, examples: 
 
 def sentence_label_counts(records) -> LabelCounts:
     """Counts the sentence labels (`next_sentence_labels`) of pretraining records."""
-    import tensorflow as tf
-
     spec = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
     ones = total = 0
     for batch in tf.data.TFRecordDataset(records).batch(4096):

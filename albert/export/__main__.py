@@ -31,6 +31,10 @@ from albert import cli
 from albert.checkpoints import format_names, read_checkpoint
 from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.errors import InputError
+from albert.export.hub import export_hub_models, export_task_model
+from albert.export.onnx import require_tf2onnx
+from albert.export.quantization import read_calibration_texts
+from albert.tokenization import load_tokenizer, require_special_tokens
 
 flags.DEFINE_string("init_checkpoint", None, "The checkpoint to export (any supported format).")
 flags.DEFINE_enum("input_format", "auto", ["auto", *format_names()], "Format of --init_checkpoint.")
@@ -73,9 +77,6 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from albert.export.hub import export_hub_models
-    from albert.tokenization import load_tokenizer, require_special_tokens
-
     if FLAGS.seq_length < 2:
         raise InputError(f"--seq_length must be at least 2, got {FLAGS.seq_length}")
     tflite = FLAGS.tflite or FLAGS.quantize != "none"
@@ -86,8 +87,6 @@ def main(argv):
         raise InputError("--calibration_file is read for a .tflite export (--tflite or "
                          "--quantize) and is tokenized with --spm_model_file; pass both")
     if FLAGS.onnx:
-        from albert.export.onnx import require_tf2onnx
-
         require_tf2onnx()   # a missing converter is said before anything is written
     config = (cli.load_albert_config(FLAGS.albert_config_file) if FLAGS.albert_config_file
               else None)
@@ -98,8 +97,6 @@ def main(argv):
     task = None if FLAGS.task == "encoder" else FLAGS.task
     calibration_texts = None
     if FLAGS.calibration_file:
-        from albert.export.quantization import read_calibration_texts
-
         calibration_texts = read_calibration_texts(FLAGS.calibration_file)
     weights, config = read_checkpoint(FLAGS.init_checkpoint, FLAGS.input_format, config,
                                       heads="required" if task else "optional",
@@ -108,8 +105,6 @@ def main(argv):
         raise InputError(f"--seq_length={FLAGS.seq_length} exceeds the config's "
                          f"max_position_embeddings={config.max_position_embeddings}")
     if task:
-        from albert.export.hub import export_task_model
-
         written = export_task_model(config, weights, task, FLAGS.export_dir, FLAGS.seq_length,
                                     FLAGS.num_choices, FLAGS.overwrite, tflite, FLAGS.quantize,
                                     calibration_texts, tokenizer, FLAGS.onnx)

@@ -23,7 +23,7 @@ ONNX_OPSET = 17
 
 def require_tf2onnx():
     try:
-        import tf2onnx
+        import tf2onnx  # optional dependency (the "onnx" extra), checked here
     except ImportError:
         raise InputError('--onnx needs tf2onnx and onnxruntime: pip install -e ".[onnx]"') from None
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)   # per-op progress lines

@@ -20,6 +20,7 @@ import numpy as np
 from albert import io
 from albert.errors import InputError
 from albert.export.tflite import INPUT_KEYS, fit_to_bucket, length_buckets, real_length
+from albert.finetuning_data.glue import TASKS, InputExample, convert_example
 
 MAX_EXAMPLES = 500  # per role (calibration, report): enough for stable ranges, quick to run
 REPORT_FILE = "quantization_report.json"
@@ -53,8 +54,6 @@ def encode_texts(texts, tokenizer, seq_length: int,
                  num_choices: Optional[int] = None) -> Dict[str, np.ndarray]:
     """int32 inputs `[N, seq_length]` (`[N, num_choices, seq_length]`: the text in every option),
     packed as the fine-tuning scripts and the preprocessor pack them."""
-    from albert.finetuning_data.glue import TASKS, InputExample, convert_example
-
     features = [convert_example(InputExample(str(index), tokenizer.preprocess(a),
                                              tokenizer.preprocess(b) if b else None, "0"),
                                 TASKS["mrpc" if b else "sst-2"], seq_length, tokenizer)

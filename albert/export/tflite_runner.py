@@ -18,10 +18,12 @@ from albert.export.tflite import fit_to_bucket, real_length
 
 
 def _interpreter_class():
-    try:  # LiteRT: tf.lite.Interpreter is deprecated in its favour
-        from ai_edge_litert.interpreter import Interpreter
+    # LiteRT is preferred (tf.lite.Interpreter is deprecated in its favour); both are
+    # optional at this point, so the one installed is picked when a file is run.
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # optional: LiteRT
     except ImportError:  # pragma: no cover - LiteRT comes with tf-models-official
-        from tensorflow.lite import Interpreter
+        from tensorflow.lite import Interpreter  # the deprecated fallback
     return Interpreter
 
 

@@ -21,6 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from albert import io
 from albert.errors import InputError
+from albert.records.tfrecord import TFRecordWriter
 
 logger = logging.getLogger("albert")
 
@@ -121,8 +122,6 @@ class FeatureCache:
         For tasks whose examples give several records each (SQuAD windows):
         the records are streamed to the file, never held in memory together.
         """
-        from albert.records.tfrecord import TFRecordWriter
-
         if self.examples is None:
             return self.records
         count = 0

@@ -41,12 +41,14 @@ import random
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+import tensorflow as tf
 
 from albert import io
-from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.errors import InputError
-from albert.tokenization.text import preprocess_text
+from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.records.example_proto import encode_example
+from albert.records.tfrecord import TFRecordWriter
+from albert.tokenization.text import preprocess_text
 
 logger = logging.getLogger("albert")
 
@@ -548,8 +550,6 @@ _LEFT_KEYS = ("unique_id", "example_index", "doc_span_index", "doc_offset",
 
 def _read_predict_features(feature_file: str, left_file: str) -> List[SquadFeature]:
     """Features from the TFRecord (model inputs) and the JSON left file (decoding side)."""
-    import tensorflow as tf
-
     left = io.read_json(left_file)
     spec = {name: tf.io.VarLenFeature(tf.int64) for name in
             ("unique_ids", "input_ids", "input_mask", "segment_ids", "p_mask")}
@@ -645,8 +645,6 @@ def _read_left_header(left_file: str) -> dict:
 def write_predict_features(features: Sequence[SquadFeature], feature_file: str, left_file: str,
                            settings: dict, questions: int) -> None:
     """Both files atomically: the TFRecord first, then the JSON that validates it."""
-    from albert.records.tfrecord import TFRecordWriter
-
     with io.atomic_output_file(feature_file) as temporary:
         writer = TFRecordWriter(temporary)
         for feature in features:

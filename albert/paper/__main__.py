@@ -7,12 +7,16 @@ import os
 import sys
 
 from albert.cli import report_interrupt
-from albert.errors import AlbertError
+from albert.datasets.demo_corpus import require_demo_packages
+from albert.errors import AlbertError, InputError
+from albert.paper.params import format_markdown, parameter_rows
+from albert.paper.report import build_report, write_report
+from albert.paper.reproduce import Reproduction
+from albert.paper.scales import SCALES
+from albert.paper.tables import TABLES
 
 
 def _params(args) -> int:
-    from albert.paper.params import format_markdown, parameter_rows
-
     rows = parameter_rows()
     if args.format == "json":
         json.dump([dataclasses.asdict(row) for row in rows], sys.stdout, indent=2)
@@ -36,11 +40,6 @@ def _select_cells(table, only):
 
 
 def _reproduce(args) -> int:
-    from albert.errors import InputError
-    from albert.paper.reproduce import Reproduction
-    from albert.paper.scales import SCALES
-    from albert.paper.tables import TABLES
-
     table = TABLES[args.table]
     scale = SCALES[args.scale]
     overrides = {key: getattr(args, key) for key in
@@ -68,8 +67,6 @@ def _reproduce(args) -> int:
                                 glue_dir if glue_dir in (None, "demo") else os.path.abspath(glue_dir),
                                 execute=execute)
     if glue_dir == "demo":
-        from albert.datasets.demo_corpus import require_demo_packages
-
         require_demo_packages()
     results = reproduction.run_table(table, cells)
     commands_file = reproduction.path(f"table{table.number}-commands.sh")
@@ -81,7 +78,6 @@ def _reproduce(args) -> int:
               f"them on your accelerators, then the same command with --run to evaluate every "
               "cell and write the table (finished runs are not retrained).")
         return 0
-    from albert.paper.report import build_report, write_report
 
     report = build_report(table, cells, results, reproduction, demo_glue=glue_dir == "demo")
     for path in write_report(report, reproduction.output_dir):
@@ -90,9 +86,6 @@ def _reproduce(args) -> int:
 
 
 def main(argv=None) -> int:
-    from albert.paper.scales import SCALES
-    from albert.paper.tables import TABLES
-
     parser = argparse.ArgumentParser(prog="python -m albert.paper",
                                      description="Reproduce the paper's tables.")
     commands = parser.add_subparsers(dest="command", required=True)

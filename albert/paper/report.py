@@ -172,10 +172,11 @@ def _moving_average(values: List[float], window: int) -> List[float]:
 def plot(report: dict, path: str) -> None:
     """Bars: held-out accuracies per cell (paper markers where it printed them);
     curves: training MLM loss and held-out MLM accuracy of every cell."""
+    # Inside: matplotlib is an optional dependency (the "demo" extra).
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after choosing the file-only backend above
 
     rows = report["rows"]
     figure, (bars, losses, accuracies) = plt.subplots(1, 3, figsize=(16, 4.8))

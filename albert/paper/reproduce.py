@@ -28,9 +28,18 @@ import sys
 from typing import Dict, List, Optional
 
 from albert import io
+from albert.checkpoints import assign_model_weights, read_checkpoint
+from albert.checkpoints.keras_format import build_model
+from albert.checkpoints.naming import count_parameters
 from albert.errors import InputError, RunInterrupted
+from albert.finetuning_data.glue import TASKS
 from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
+from albert.pretraining_data.schema import load_data_contract
+from albert.tasks.pretraining import PretrainingTask
+from albert.tokenization import load_tokenizer
+from albert.training.cpu_features import resolve_mixed_precision
+from albert.training.loop import TrainerConfig
 
 logger = logging.getLogger("albert")
 
@@ -167,7 +176,6 @@ class Reproduction:
         """{task name: data_dir} of the GLUE-format tasks found in --glue_dir."""
         if not self.glue_dir:
             return {}
-        from albert.finetuning_data.glue import TASKS
 
         if not self.execute and self.glue_dir == self.path("glue-demo"):
             return {"sst-2": self.glue_dir, "sts-b": self.glue_dir}  # what glue-demo will write
@@ -184,8 +192,6 @@ class Reproduction:
     def cell_config(self, cell: Cell):
         config = self.scale.config(cell.paper_config())
         if self.spm_model_file:
-            from albert.tokenization import load_tokenizer
-
             vocab_size = load_tokenizer(spm_model_file=self.spm_model_file).vocab_size
             config = dataclasses.replace(config, vocab_size=vocab_size)
         return config
@@ -213,9 +219,6 @@ class Reproduction:
         if scale.width_divisor > 1:
             command.append("--steps_per_loop=50")  # small models: fewer host round trips
         if scale.mixed_precision is not None:
-            # Inside: the albert.training package loads TensorFlow, which the runner never needs.
-            from albert.training.cpu_features import resolve_mixed_precision
-
             command.append(f"--mixed_precision={resolve_mixed_precision(scale.mixed_precision)}")
         if cell.sentence_task == "None":
             command.append("--nosentence_objective")
@@ -224,8 +227,6 @@ class Reproduction:
         return command
 
     def finetuning_command(self, cell: Cell, task: str, data_dir: str) -> List[str]:
-        from albert.finetuning_data.glue import TASKS
-
         settings = self.scale.finetuning(task)
         run_dir = self.run_dir(cell)
         steps = settings["train_step"]
@@ -323,14 +324,10 @@ def _with_warm_starts(cells: List[Cell]) -> List[Cell]:
 
 
 def _directory(task: str) -> str:
-    from albert.finetuning_data.glue import TASKS
-
     return TASKS[task].directory
 
 
 def _parameters(config) -> int:
-    from albert.checkpoints.naming import count_parameters
-
     return count_parameters(config)
 
 
@@ -345,12 +342,6 @@ def _best_dev_metric(run_dir: str) -> dict:
 def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) -> dict:
     """Pretraining metrics of a checkpoint on every record of `records` (the library path
     run_pretraining.py's evaluation takes)."""
-    from albert.checkpoints import assign_model_weights, read_checkpoint
-    from albert.checkpoints.keras_format import build_model
-    from albert.pretraining_data.schema import load_data_contract
-    from albert.tasks.pretraining import PretrainingTask
-    from albert.training.loop import TrainerConfig
-
     weights, _ = read_checkpoint(checkpoint, "auto", config, heads="required")
     model = build_model(config, "pretraining")
     assign_model_weights(model, weights, checkpoint)

@@ -51,19 +51,21 @@ from collections import deque
 from typing import List, Optional, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from albert import io
+from albert.errors import AlbertError, InputError
 from albert.pretraining_data.corpus import iter_windows, total_input_bytes
 from albert.pretraining_data.instance_encoding import serialize_instance
 from albert.pretraining_data.instances import (InstanceConfig, InstanceStatistics,
-                                   create_instances_from_document)
+                                               create_instances_from_document)
 from albert.pretraining_data.masking import MaskingStatistics, MaskingVocabulary
 from albert.pretraining_data.record_shuffle import GlobalRecordShuffle
 from albert.pretraining_data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
-                                summary_contract_fields)
+                                            summary_contract_fields)
+from albert.pretraining_data.token_store import (PermutedDocuments, TokenizedDocuments,
+                                                 TokenStoreWriter)
 from albert.records.tfrecord import TFRecordWriter, frame_record
-from albert.pretraining_data.token_store import PermutedDocuments, TokenizedDocuments, TokenStoreWriter
-from albert.errors import AlbertError, InputError
 from albert.tokenization import DIGIT_COMMA_RULES, load_tokenizer, require_special_tokens
 
 logger = logging.getLogger("albert")
@@ -436,7 +438,6 @@ class _Summary:
 def _progress_bar(total: int, description: str, unit: str, enabled: bool):
     if not enabled:
         return None
-    from tqdm import tqdm
 
     return tqdm(total=total, unit=unit, unit_scale=True, desc=description, mininterval=1.0,
                 dynamic_ncols=True)

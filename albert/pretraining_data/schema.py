@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from albert import io
 from albert.errors import InputError
+from albert.records.tfrecord import count_records, first_record_lengths
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
 PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
@@ -61,6 +62,7 @@ class PretrainingSchema:
 
     def tf_feature_spec(self, with_token_boundary: bool = True) -> dict:
         """The `tf.io.parse_example` spec of the schema."""
+        # Inside: create_pretraining_data.py uses this module without TensorFlow.
         import tensorflow as tf
 
         return {name: tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
@@ -141,8 +143,6 @@ def _summaries_beside(files: Sequence[str]) -> Dict[str, Tuple[str, dict]]:
 
 def _checked_lengths(path: str) -> Dict[str, int]:
     """Feature lengths of the first record, checked against the schema's shape."""
-    from albert.records.tfrecord import first_record_lengths
-
     lengths = first_record_lengths(path)
     for name in SEQUENCE_FEATURES + PREDICTION_FEATURES + (LABEL_FEATURE,):
         if name not in lengths and name not in OPTIONAL_FEATURES:
@@ -163,8 +163,6 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
     Raises InputError when summaries disagree with each other or with the
     records of files that have none.
     """
-    from albert.records.tfrecord import count_records
-
     described = _summaries_beside(files)
     counts, values, sources, max_ids, boundaries, unshuffled = [], {}, [], [], [], []
     for path in files:

@@ -25,6 +25,8 @@ Evaluation streams are the records in file order, once.
 import dataclasses
 from typing import List, Sequence, Tuple
 
+import tensorflow as tf
+
 from albert.errors import InputError
 
 CYCLE_LENGTH = 4
@@ -53,8 +55,6 @@ class RecordSource:
 
 def epoch_file_order(num_files: int, seed: int, epoch: int) -> List[int]:
     """The seeded order in which epoch `epoch` visits the files (same op as in the graph)."""
-    import tensorflow as tf
-
     return tf.random.experimental.stateless_shuffle(
         tf.range(num_files, dtype=tf.int64),
         seed=tf.constant([seed, epoch], tf.int64)).numpy().tolist()
@@ -102,8 +102,6 @@ def _group_start(counts_in_order: Sequence[int], offset: int, cycle_length: int)
 def training_records(source: RecordSource, seed: int, start: int = 0,
                      cycle_length: int = CYCLE_LENGTH, shuffle_window: int = 100):
     """`(position, record)` pairs of the run's training stream from position `start`, endlessly."""
-    import tensorflow as tf
-
     if shuffle_window < 1:
         raise InputError("--shuffle_buffer_size must be at least 1")
     files = tf.constant(list(source.files))
@@ -158,6 +156,4 @@ def training_records(source: RecordSource, seed: int, start: int = 0,
 
 def evaluation_records(source: RecordSource):
     """The records of `source` in file order, once."""
-    import tensorflow as tf
-
     return tf.data.TFRecordDataset(list(source.files))

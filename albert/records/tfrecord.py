@@ -110,6 +110,8 @@ def first_record_lengths(path: str) -> Dict[str, int]:
 
     Raises InputError for files that are empty, corrupt or not Examples.
     """
+    # Inside: reading an Example needs its protobuf classes, which come with TensorFlow;
+    # writing records (create_pretraining_data.py) does not.
     from google.protobuf.message import DecodeError
     from tensorflow.core.example import example_pb2
 

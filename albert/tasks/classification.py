@@ -14,8 +14,9 @@ from typing import Dict, List
 import numpy as np
 import tensorflow as tf
 
-from albert.finetuning_data.glue import GlueTask, InputFeatures
+from albert import io
 from albert.evaluation.glue_metrics import glue_metrics
+from albert.finetuning_data.glue import GlueTask, InputFeatures
 from albert.modeling import AlbertClassifier
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
                                      cross_entropy, softmax)
@@ -112,8 +113,6 @@ def write_predictions(output_dir: str, glue_task: GlueTask, guids: List[str],
     e.g. `SST-2.tsv`, `MNLI-m.tsv`, `AX.tsv`): a header `index<TAB>prediction`,
     then `<index><TAB><label>` per example.
     """
-    from albert import io
-
     results = "".join("\t".join(str(float(p)) for p in row) + "\n" for row in probabilities)
     if glue_task.is_regression:
         labels = [str(float(value)) for value in predictions]
@@ -129,7 +128,5 @@ def write_predictions(output_dir: str, glue_task: GlueTask, guids: List[str],
 
 def prediction_files(output_dir: str, glue_task: GlueTask) -> List[str]:
     """test_results.tsv, submit_results.tsv and the GLUE server's file, in `output_dir`."""
-    from albert import io
-
     return [io.join(output_dir, name)
             for name in ("test_results.tsv", "submit_results.tsv", glue_task.server_file)]

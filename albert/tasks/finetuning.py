@@ -27,7 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert import io
-from albert.checkpoints import ALBERT_CONFIG_FILE
+from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights
+from albert.checkpoints.weights import find_head
 from albert.config import AlbertConfig
 from albert.records.streams import RecordSource
 from albert.training.inputs import TaskInput
@@ -226,8 +227,6 @@ class FineTuningTask(Task):
     def initialize(self, model) -> None:
         if self.initial_weights is None:
             return
-        from albert.checkpoints import assign_model_weights
-        from albert.checkpoints.weights import find_head
 
         weights = self.initial_weights
         if find_head(weights, prefer=model.head_name)[0] == model.head_name:

@@ -4,16 +4,19 @@ import dataclasses
 import logging
 from typing import Optional
 
+import numpy as np
+import tensorflow as tf
+
 from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
 from albert.checkpoints.group0 import group0_weights
 from albert.config import AlbertConfig
-from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
-from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
-from albert.pretraining_data.schema import DataContract
-from albert.records.streams import RecordSource
 from albert.errors import InputError
 from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_metric_sums,
                              pretraining_normalizers)
+from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
+from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
+from albert.pretraining_data.schema import DataContract
+from albert.records.streams import RecordSource
 from albert.training.diagnostics import (Diagnostics, OneLabelHead, UnigramPlateau,
                                          unigram_cross_entropy)
 from albert.training.inputs import TaskInput
@@ -63,9 +66,6 @@ PLATEAU_ADVICE = (
 
 def masked_token_counts(contract: DataContract, max_records: int = _UNIGRAM_SAMPLE_RECORDS):
     """How often each token id is a masked-LM target in the first `max_records` records."""
-    import numpy as np
-    import tensorflow as tf
-
     spec = {"masked_lm_ids": tf.io.FixedLenFeature([contract.max_predictions_per_seq], tf.int64),
             "masked_lm_weights": tf.io.FixedLenFeature([contract.max_predictions_per_seq],
                                                        tf.float32)}

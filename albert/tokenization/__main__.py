@@ -8,6 +8,7 @@ from absl import flags
 
 from albert import cli
 from albert.errors import InputError
+from albert.tokenization.training import train_sentencepiece
 
 flags.DEFINE_list("input", None, "Text file(s) to train on, comma-separated.")
 flags.DEFINE_string("model_prefix", None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
@@ -25,7 +26,6 @@ def main(argv):
     if commands != ["train"]:
         raise InputError("Usage: python -m albert.tokenization train --input=FILE "
                          "--model_prefix=PREFIX [--vocab_size=30000]")
-    from albert.tokenization.training import train_sentencepiece
 
     path = train_sentencepiece(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, seed=FLAGS.seed,
                                input_sentence_size=FLAGS.input_sentence_size,

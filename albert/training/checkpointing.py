@@ -23,7 +23,7 @@ import numpy as np
 
 from albert import interrupts, io
 from albert.checkpoints.naming import GLOBAL_STEP, OPTIMIZER_SLOTS, slot_name
-from albert.checkpoints.tf1 import checkpoint_files, save_tensors
+from albert.checkpoints.tf1 import checkpoint_files, open_reader, save_tensors
 from albert.checkpoints.weights import model_variables
 from albert.errors import CheckpointMismatchError
 
@@ -201,8 +201,6 @@ class TrainingCheckpoints:
     # ----------------------------------------------------------- restoring
     def check_restorable(self, step: int, model, optimizer) -> None:
         """Raises CheckpointMismatchError unless model.ckpt-<step> fits this model and optimizer."""
-        from albert.checkpoints.tf1 import open_reader
-
         reader, prefix = open_reader(self.prefix(step))
         stored = reader.get_variable_to_shape_map()
         variables = checkpoint_variables(model, optimizer)
@@ -220,8 +218,6 @@ class TrainingCheckpoints:
 
     def restore(self, step: int, model, optimizer) -> None:
         """Restores the model, optimizer slots, global step and the other training state."""
-        from albert.checkpoints.tf1 import open_reader
-
         self.check_restorable(step, model, optimizer)
         reader, _ = open_reader(self.prefix(step))
         for name, variable in checkpoint_variables(model, optimizer).items():

@@ -13,6 +13,7 @@ import os
 from typing import Optional
 
 import tensorflow as tf
+from absl import flags
 
 from albert.errors import InputError
 
@@ -31,8 +32,6 @@ def _cluster_workers() -> int:
 
 def define_flags() -> None:
     """The distribution flags every training script shares."""
-    from absl import flags
-
     flags.DEFINE_enum("strategy", "auto", STRATEGIES,
                       "tf.distribute strategy: auto picks tpu (with --tpu), multi_worker (TF_CONFIG "
                       "with several workers), mirrored (several GPUs) or one_device.")

@@ -38,12 +38,15 @@ import keras
 import tensorflow as tf
 
 from albert import interrupts
+from albert.checkpoints import model_variables
 from albert.errors import AlbertError, InputError, RunInterrupted, TrainingDivergedError
+from albert.records.tfrecord import find_corruption
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.diagnostics import Diagnostics
 from albert.training.distribute import worker_info
 from albert.training.inputs import TaskInput, distributed_training_dataset, evaluation_dataset
 from albert.training.optimization import AlbertLossScaleOptimizer
+from albert.training.progress import training_progress
 from albert.training.run_directory import RunDirectory
 
 logger = logging.getLogger("albert")
@@ -370,7 +373,6 @@ class Trainer:
     def _progress(self, step):
         if not (self.config.show_progress and self.worker.is_chief):
             return None
-        from albert.training.progress import training_progress
 
         return training_progress(self.config.num_train_steps, step)
 
@@ -465,8 +467,6 @@ class _run_errors:
         where = "evaluation" if self.step is None else f"training after step {self.step}"
         message = (error.message or str(error)).strip().splitlines()[0]
         if isinstance(error, tf.errors.DataLossError) and self.task_input is not None:
-            from albert.records.tfrecord import find_corruption
-
             located = find_corruption(self.task_input.source.files)
             raise RunError(f"{where} stopped: {located or message}") from None
         if isinstance(error, tf.errors.InvalidArgumentError) and "indices" in message:
@@ -477,8 +477,6 @@ class _run_errors:
 
 def variable_names_for(model) -> Dict[str, str]:
     """{Keras variable path: original TF1 name} for the optimizer's exclusions."""
-    from albert.checkpoints import model_variables
-
     return {variable.path: name for name, variable in model_variables(model).items()}
 
 

@@ -141,7 +141,7 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         # Keras sums gradients across replicas inside its update; the clip must
         # come after that sum, so this runs the same steps with the clip in
         # between: all-reduce, clip, per-variable update on every replica.
-        import tensorflow as tf
+        import tensorflow as tf  # inside: only the TensorFlow backend takes this path
 
         # Embedding gradients arrive as IndexedSlices with repeated rows; the
         # norm and the moments need them summed into dense tensors, as the

@@ -10,6 +10,8 @@ import logging
 import sys
 import time
 
+from tqdm import tqdm
+
 logger = logging.getLogger("albert")
 
 
@@ -52,7 +54,6 @@ def training_progress(total: int, initial: int):
     """A tqdm bar when stderr is a terminal, else `LoggedProgress`."""
     if not sys.stderr.isatty():
         return LoggedProgress(total, initial)
-    from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, unit="step", desc="training", mininterval=1.0,
                 dynamic_ncols=True)

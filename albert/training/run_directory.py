@@ -25,6 +25,8 @@ import os
 import socket
 from typing import Dict, List, Optional
 
+import tensorflow as tf
+
 from albert import io
 from albert.errors import InputError
 
@@ -54,7 +56,7 @@ class RunLock:
             logger.warning("%s is on a remote file system: runs sharing it are not locked "
                            "against each other", io.dirname(self.path))
             return
-        import fcntl
+        import fcntl  # POSIX only; a remote directory (above) never needs it
 
         io.makedirs(io.dirname(self.path))
         handle = open(self.path, "a+", encoding="utf-8")
@@ -148,8 +150,6 @@ class RunDirectory:
         self._scalars("train", records)
 
     def _scalars(self, kind: str, records: List[dict]) -> None:
-        import tensorflow as tf
-
         writer = self._writers.get(kind)
         if writer is None:
             writer = self._writers[kind] = tf.summary.create_file_writer(
