@@ -395,3 +395,62 @@ def test_fine_tuned_models_export_with_their_heads(tmp_path, synthetic_corpus, t
     for row in range(len(inputs["input_mask"])):
         lite = runner(**{name: values[row:row + 1] for name, values in inputs.items()})["logits"]
         np.testing.assert_allclose(lite, logits[row:row + 1], atol=1e-4)
+
+
+def test_a_classifier_tflite_is_scored_on_the_glue_dev_set(tmp_path, synthetic_corpus):
+    """--task_name / --data_dir: quantization_report.json holds the dev metrics of the float32
+    model and of the file, as computed here from the Keras model and the file themselves."""
+    from albert.checkpoints import assign_model_weights
+    from albert.evaluation.glue_metrics import glue_metrics
+    from albert.finetuning_data.glue import read_examples
+    from albert.modeling import AlbertClassifier
+    from albert.tasks.classification import classification_loss, stack_features
+    from glue_fixtures import write_glue
+    from original_checkpoints import original_fine_tuned_checkpoint
+
+    _, spm = synthetic_corpus
+    config = tiny_config(vocab_size=1200)
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(config.to_json_string())
+    os.makedirs(tmp_path / "ckpt")
+    values = original_fine_tuned_checkpoint(str(tmp_path / "ckpt" / "model.ckpt-9"), config, 3)
+    glue = write_glue(str(tmp_path / "glue"))
+    base = ["-m", "albert.export", f"--init_checkpoint={tmp_path / 'ckpt'}",
+            f"--albert_config_file={config_file}", "--task=classifier", "--seq_length=16",
+            f"--spm_model_file={spm}", f"--data_dir={glue}"]
+
+    wrong_task = run_script(*base, "--tflite", "--task_name=SST-2",
+                            f"--export_dir={tmp_path / 'refused'}")
+    assert_clean_failure(wrong_task, "has 3 output(s); sst-2 has 2")
+    assert not (tmp_path / "refused").exists() or not os.listdir(tmp_path / "refused")
+
+    result = run_script(*base, "--quantize=dynamic_int8", "--task_name=MNLI",
+                        f"--export_dir={tmp_path / 'export'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    dev = json.loads((tmp_path / "export" / "quantization_report.json").read_text())["dev_set"]
+
+    tokenizer = SentencePieceTokenizer(spm)
+    examples = read_examples(TASKS["mnli"], glue, "dev", tokenizer.preprocess)
+    features = stack_features([convert_example(e, TASKS["mnli"], 16, tokenizer)
+                               for e in examples], False)
+    labels = features.pop("label_ids")
+    model = AlbertClassifier(config, num_labels=3)
+    assign_model_weights(model, values)
+    logits = {"float32": model(features, training=False)["logits"].numpy()}
+    runner = Interpreter(model_content=(tmp_path / "export" / "classifier.tflite").read_bytes()
+                         ).get_signature_runner("serving_default")
+    logits["tflite"] = np.concatenate([runner(**{k: v[row:row + 1] for k, v in features.items()})
+                                       ["logits"] for row in range(len(labels))])
+    assert dev["task"] == "mnli" and dev["examples"] == dev["examples_in_file"] == len(examples)
+    for name in ("float32", "tflite"):
+        expected = glue_metrics("mnli", logits[name].argmax(-1), labels,
+                                classification_loss(logits[name], labels, False))
+        assert dev[name].keys() == expected.keys()
+        for metric, value in expected.items():
+            assert dev[name][metric] == pytest.approx(value, abs=1e-4), (name, metric)
+    assert dev["prediction_agreement"] == pytest.approx(
+        np.mean(logits["float32"].argmax(-1) == logits["tflite"].argmax(-1)))
+
+    alone = run_script(*base[:-1], "--tflite", "--task_name=MNLI",
+                       f"--export_dir={tmp_path / 'x'}")
+    assert_clean_failure(alone, "--task_name and --data_dir go together")

@@ -19,7 +19,9 @@ with --tflite, to <export_dir>/<task>.tflite (logits).
 
 quantises the .tflite file (float16, dynamic_int8 or full-integer int8,
 calibrated on your own text) and writes quantization_report.json: its size
-and its error against float32 on text it was not calibrated on.
+and its error against float32 on text it was not calibrated on; for a
+classifier, `--task_name=MRPC --data_dir=glue` adds the task's dev metrics
+with float32 and with the file.
 Load them with
 `hub.KerasLayer(path)` (tf-keras) or `keras.layers.TFSMLayer(path)`
 (Keras 3); see the README.
@@ -33,7 +35,8 @@ from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.errors import InputError
 from albert.export.hub import export_hub_models, export_task_model
 from albert.export.onnx import require_tf2onnx
-from albert.export.quantization import read_calibration_texts
+from albert.export.quantization import read_calibration_texts, read_dev_set
+from albert.finetuning_data.glue import get_task
 from albert.tokenization import load_tokenizer, require_special_tokens
 
 flags.DEFINE_string("init_checkpoint", None, "The checkpoint to export (any supported format).")
@@ -68,6 +71,12 @@ flags.DEFINE_string("calibration_file", None,
                     "pair), tokenized with --spm_model_file: int8 calibrates on its first half; "
                     "quantization_report.json measures the error against float32 on the rest "
                     "(on every line for the other modes).")
+flags.DEFINE_string("task_name", None,
+                    "With --task=classifier and a .tflite export: the GLUE task whose dev set "
+                    "(in --data_dir, laid out as for run_classifier.py) quantization_report.json "
+                    "scores with the float32 model and with the .tflite file.")
+flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per GLUE task "
+                    "(--task_name's dev set).")
 cli.define_config_flags()
 flags.adopt_module_key_flags(cli)  # --help lists --allow_unknown_config_keys too
 flags.mark_flags_as_required(["init_checkpoint", "export_dir"])
@@ -95,6 +104,16 @@ def main(argv):
         tokenizer = load_tokenizer(None, FLAGS.spm_model_file, FLAGS.do_lower_case)
         require_special_tokens(tokenizer)
     task = None if FLAGS.task == "encoder" else FLAGS.task
+    dev_set = None
+    if FLAGS.task_name or FLAGS.data_dir:
+        if not (FLAGS.task_name and FLAGS.data_dir):
+            raise InputError("--task_name and --data_dir go together: the GLUE dev set to score")
+        if task != "classifier" or not (tflite and tokenizer):
+            raise InputError("--task_name scores a classifier's .tflite file on the dev set: "
+                             "pass --task=classifier, --tflite (or --quantize) and "
+                             "--spm_model_file")
+        dev_set = read_dev_set(get_task(FLAGS.task_name), FLAGS.data_dir, tokenizer,
+                               FLAGS.seq_length)
     calibration_texts = None
     if FLAGS.calibration_file:
         calibration_texts = read_calibration_texts(FLAGS.calibration_file)
@@ -107,7 +126,8 @@ def main(argv):
     if task:
         written = export_task_model(config, weights, task, FLAGS.export_dir, FLAGS.seq_length,
                                     FLAGS.num_choices, FLAGS.overwrite, tflite, FLAGS.quantize,
-                                    calibration_texts, tokenizer, FLAGS.onnx)
+                                    calibration_texts, tokenizer, FLAGS.onnx,
+                                    (get_task(FLAGS.task_name), *dev_set) if dev_set else None)
     else:
         written = export_hub_models(config, weights, tokenizer, FLAGS.spm_model_file,
                                     FLAGS.export_dir, FLAGS.seq_length, FLAGS.overwrite,

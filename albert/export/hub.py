@@ -138,8 +138,9 @@ ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
 
 
-def _tflite_outputs(file_name: str, quantization: str, calibration_texts) -> list:
-    return [file_name] + ([quant.REPORT_FILE] if calibration_texts or quantization != "none" else [])
+def _tflite_outputs(file_name: str, quantization: str, calibration_texts, dev_set=None) -> list:
+    reported = calibration_texts or quantization != "none" or dev_set is not None
+    return [file_name] + ([quant.REPORT_FILE] if reported else [])
 
 
 def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str], export_dir: str,
@@ -198,9 +199,11 @@ def write_onnx(model, export_dir: str, file_name: str, output_names, num_choices
 
 def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output_names,
                  quantization: str = "none", calibration_texts=None, tokenizer=None,
-                 num_choices=None, regression: bool = False) -> list:
+                 num_choices=None, regression: bool = False, dev_set=None) -> list:
     """`<export_dir>/<file_name>` (a signature per length bucket, `quantization`) and, with
-    calibration text, `quantization_report.json`. Returns the paths written."""
+    calibration text, a quantisation or `dev_set`, `quantization_report.json`. `dev_set`:
+    (GlueTask, inputs, labels, examples in the file) of `quantization.read_dev_set`.
+    Returns the paths written."""
     calibration = report_inputs = None
     if calibration_texts:
         calibrate, measure = quant.split_roles(calibration_texts, quantization)
@@ -213,13 +216,16 @@ def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output
     path = io.join(export_dir, file_name)
     io.write_bytes_atomically(path, content)
     written = [path]
-    if calibration_texts or quantization != "none":
+    if calibration_texts or quantization != "none" or dev_set is not None:
         empty = {key: np.zeros([0, seq_length], np.int32) for key in INPUT_KEYS}
         float32_bytes = len(content) if quantization == "none" else len(
             tflite_export.convert(model, seq_length, output_names, "none", None, num_choices))
-        report = quant.quantization_report(model, TFLiteRunner(content), report_inputs or empty,
+        runner = TFLiteRunner(content)
+        report = quant.quantization_report(model, runner, report_inputs or empty,
                                            output_names, quantization, len(content),
                                            float32_bytes, regression)
+        if dev_set is not None:
+            report["dev_set"] = quant.dev_set_report(model, runner, *dev_set)
         report_path = io.join(export_dir, quant.REPORT_FILE)
         io.write_text_atomically(report_path, json.dumps(report, indent=2) + "\n")
         written.append(report_path)
@@ -229,13 +235,14 @@ def write_tflite(model, export_dir: str, file_name: str, seq_length: int, output
 def export_task_model(config, weights, head: str, export_dir: str, seq_length: int,
                       num_choices: int = 4, overwrite: bool = False, tflite: bool = False,
                       quantization: str = "none", calibration_texts=None,
-                      tokenizer=None, onnx: bool = False) -> list:
+                      tokenizer=None, onnx: bool = False, dev_set=None) -> list:
     """A fine-tuned checkpoint with its head: `<export_dir>/<head>/` with the serving contract
     of `albert.export.classifier` (and `<head>.tflite`, its logits, as `write_tflite` writes
-    it; with `onnx`, `<head>.onnx`)."""
+    it, `dev_set` included; with `onnx`, `<head>.onnx`)."""
     target = io.join(export_dir, head)
     lite = ([io.join(export_dir, name) for name in
-             _tflite_outputs(f"{head}.tflite", quantization, calibration_texts)] if tflite else [])
+             _tflite_outputs(f"{head}.tflite", quantization, calibration_texts, dev_set)]
+            if tflite else [])
     lite += [io.join(export_dir, f"{head}.onnx")] if onnx else []
     taken = [path for path in [target] + lite
              if io.exists(path) and (not io.isdir(path) or io.listdir(path))]
@@ -243,6 +250,9 @@ def export_task_model(config, weights, head: str, export_dir: str, seq_length: i
         raise InputError(f"{', '.join(taken)} already exist(s); pass --overwrite or choose "
                          "another --export_dir")
     _, dims = find_head(weights, prefer=head)
+    if dev_set is not None and dev_set[0].num_labels != dims["C"]:
+        raise InputError(f"The checkpoint's classifier has {dims['C']} output(s); "
+                         f"{dev_set[0].name} has {dev_set[0].num_labels}")
     choices = num_choices if head == "multiple_choice" else None
     model = (AlbertClassifier(config, dims["C"]) if head == "classifier"
              else AlbertMultipleChoice(config, num_choices))
@@ -253,7 +263,8 @@ def export_task_model(config, weights, head: str, export_dir: str, seq_length: i
     written = [target]
     if tflite:
         written += write_tflite(model, export_dir, f"{head}.tflite", seq_length, ["logits"],
-                                quantization, calibration_texts, tokenizer, choices, regression)
+                                quantization, calibration_texts, tokenizer, choices, regression,
+                                dev_set)
     if onnx:
         written.append(write_onnx(model, export_dir, f"{head}.onnx", ["logits"], choices))
     return written

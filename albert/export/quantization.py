@@ -10,7 +10,9 @@ the other modes every line goes to the report.
 of the same export (converted for the comparison) and the float32 weights, and the largest and mean absolute difference of each output from
 the float32 Keras model on the report's examples (`sequence_output` at real
 tokens only); for task models also the share of predictions that agree with
-float32.
+float32. With a GLUE task's dev set (`--task_name`, `--data_dir`, classifier
+exports) it adds `dev_set`: the task's metrics on the dev examples with the
+float32 model and with the .tflite file, and their agreement.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -19,10 +21,17 @@ import numpy as np
 
 from albert import io
 from albert.errors import InputError
+from albert.evaluation.glue_metrics import glue_metrics
 from albert.export.tflite import INPUT_KEYS, fit_to_bucket, length_buckets, real_length
-from albert.finetuning_data.glue import TASKS, InputExample, convert_example
+from albert.finetuning_data.glue import (TASKS, GlueTask, InputExample, convert_example,
+                                         read_examples)
+from albert.tasks.classification import (classification_loss, predictions_from_logits,
+                                         stack_features)
 
 MAX_EXAMPLES = 500  # per role (calibration, report): enough for stable ranges, quick to run
+# Dev-set examples compared (the first ones of the file): every GLUE dev set but MNLI's and
+# QQP's whole, and the metric of a few thousand examples is stable to a fraction of a point.
+MAX_DEV_EXAMPLES = 5000
 REPORT_FILE = "quantization_report.json"
 
 
@@ -86,21 +95,12 @@ def _errors(reference: np.ndarray, measured: np.ndarray) -> Dict[str, float]:
     return {"max_abs_error": float(difference.max()), "mean_abs_error": float(difference.mean())}
 
 
-def quantization_report(model, runner, inputs: Dict[str, np.ndarray], output_names: Sequence[str],
-                        quantization: str, file_bytes: int, float32_file_bytes: int,
-                        regression: bool = False, batch_size: int = 32) -> dict:
-    """The report of a TFLite file (run through `runner`, a `TFLiteRunner`) against `model`
-    in float32 on `inputs` (examples run one batch at a time, each at its bucket)."""
-    weight_bytes = int(sum(np.prod(v.shape) * 4 for v in model.weights))
-    report = {"quantization": quantization, "file_bytes": file_bytes,
-              "float32_file_bytes": float32_file_bytes,
-              "file_to_float32_file": round(file_bytes / float32_file_bytes, 4),
-              "float32_weight_bytes": weight_bytes,
-              "examples": int(len(inputs["input_word_ids"])), "outputs": {}}
-    if not report["examples"]:
-        report["note"] = "no --calibration_file: the errors were not measured"
-        return report
-    order = np.argsort([real_length(mask[None]) for mask in inputs["input_mask"]], kind="stable")
+def paired_outputs(model, runner, inputs: Dict[str, np.ndarray], output_names: Sequence[str],
+                   batch_size: int = 32) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """({output: float32 Keras values}, {output: values of the .tflite file run by `runner`}),
+    rows in the order of `inputs` (`sequence_output`: its real tokens only, flattened)."""
+    lengths = [real_length(mask[None]) for mask in inputs["input_mask"]]
+    order = np.argsort(lengths, kind="stable")
     reference = {name: [] for name in output_names}
     measured = {name: [] for name in output_names}
     for start in range(0, len(order), batch_size):   # similar lengths together, as in serving
@@ -117,9 +117,63 @@ def quantization_report(model, runner, inputs: Dict[str, np.ndarray], output_nam
                 expected, got = expected[:, :width][mask], got[mask]
             reference[name].append(expected.reshape(-1, *expected.shape[1:]))
             measured[name].append(got.reshape(-1, *got.shape[1:]))
+    if "sequence_output" not in output_names:   # one row per example: back to input order
+        inverse = np.argsort(order, kind="stable")
+        return ({name: np.concatenate(reference[name])[inverse] for name in output_names},
+                {name: np.concatenate(measured[name])[inverse] for name in output_names})
+    return ({name: np.concatenate(reference[name]) for name in output_names},
+            {name: np.concatenate(measured[name]) for name in output_names})
+
+
+def read_dev_set(glue_task: GlueTask, data_dir: str, tokenizer,
+                 seq_length: int) -> Tuple[Dict[str, np.ndarray], np.ndarray, int]:
+    """(inputs, labels, examples in the file) of the first MAX_DEV_EXAMPLES dev examples of
+    `glue_task` in `data_dir` (laid out as run_classifier.py's --data_dir)."""
+    examples = read_examples(glue_task, data_dir, "dev", tokenizer.preprocess)
+    if not examples:
+        raise InputError(f"The {glue_task.name} dev set in {data_dir} holds no example")
+    features = stack_features([convert_example(example, glue_task, seq_length, tokenizer)
+                               for example in examples[:MAX_DEV_EXAMPLES]],
+                              glue_task.is_regression)
+    labels = features.pop("label_ids")
+    return features, labels, len(examples)
+
+
+def dev_set_report(model, runner, glue_task: GlueTask, inputs: Dict[str, np.ndarray],
+                   labels: np.ndarray, examples_in_file: int, batch_size: int = 32) -> dict:
+    """The task's metrics on its dev examples with the float32 model and with the file."""
+    regression = glue_task.is_regression
+    reference, measured = paired_outputs(model, runner, inputs, ["logits"], batch_size)
+    report = {"task": glue_task.name, "examples": int(len(labels)),
+              "examples_in_file": int(examples_in_file)}
+    predictions = {}
+    for name, logits in (("float32", reference["logits"]), ("tflite", measured["logits"])):
+        _, predictions[name] = predictions_from_logits(logits, regression)
+        report[name] = glue_metrics(glue_task.name, predictions[name], labels,
+                                    classification_loss(logits, labels, regression))
+    if not regression:
+        report["prediction_agreement"] = float(
+            np.mean(predictions["float32"] == predictions["tflite"]))
+    return report
+
+
+def quantization_report(model, runner, inputs: Dict[str, np.ndarray], output_names: Sequence[str],
+                        quantization: str, file_bytes: int, float32_file_bytes: int,
+                        regression: bool = False, batch_size: int = 32) -> dict:
+    """The report of a TFLite file (run through `runner`, a `TFLiteRunner`) against `model`
+    in float32 on `inputs` (examples run one batch at a time, each at its bucket)."""
+    weight_bytes = int(sum(np.prod(v.shape) * 4 for v in model.weights))
+    report = {"quantization": quantization, "file_bytes": file_bytes,
+              "float32_file_bytes": float32_file_bytes,
+              "file_to_float32_file": round(file_bytes / float32_file_bytes, 4),
+              "float32_weight_bytes": weight_bytes,
+              "examples": int(len(inputs["input_word_ids"])), "outputs": {}}
+    if not report["examples"]:
+        report["note"] = "no --calibration_file: the errors were not measured"
+        return report
+    reference, measured = paired_outputs(model, runner, inputs, output_names, batch_size)
     for name in output_names:
-        expected = np.concatenate(reference[name])
-        got = np.concatenate(measured[name])
+        expected, got = reference[name], measured[name]
         report["outputs"][name] = _errors(expected, got)
         if name == "logits" and not regression:
             report["prediction_agreement"] = float(

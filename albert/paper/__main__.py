@@ -97,8 +97,10 @@ def main(argv=None) -> int:
                            help="the ablation table: 3 embedding size, 4 sharing, 5 sentence "
                                 "objective, 8 dropout, 11 depth, 12 width")
     reproduce.add_argument("--scale", choices=list(SCALES), default="tiny",
-                           help="tiny: 2 CPU cores; small: a GPU; base: paper model sizes, shorter "
-                                "budget; paper: the paper's settings, commands only (docs/paper.md)")
+                           help="tiny: 2 CPU cores, minutes (a smoke test: the heads stay at chance); "
+                                "cpu: 2 CPU cores, about 2 hours for Table 5, the measured recipe; "
+                                "small: a GPU; base: paper model sizes, shorter budget; paper: the "
+                                "paper's settings, commands only (docs/paper.md)")
     reproduce.add_argument("--corpus", required=True,
                            help="training text (one sentence per line, blank line between documents)")
     reproduce.add_argument("--heldout", required=True,
