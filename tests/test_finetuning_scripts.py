@@ -220,7 +220,8 @@ def _interrupt_when(args, ready, timeout=300, new_session=False):
     # user pressing Ctrl-C has it.
     process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, start_new_session=new_session,
-                               env=dict(os.environ, PYTHONPATH=REPO),
+                               # A crash prints every thread's Python stack (see below).
+                               env=dict(os.environ, PYTHONPATH=REPO, PYTHONFAULTHANDLER="1"),
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None and not ready():
@@ -238,6 +239,12 @@ def _interrupt_when(args, ready, timeout=300, new_session=False):
         pytest.fail("still running 180 s after SIGINT:\n" + "\n".join(
             line for line in stderr.splitlines() if "Step " not in line and "Decoded" not in line
             and "Ran the model" not in line)[-3000:])
+    if process.returncode < 0:
+        # Killed by a signal (once seen: SIGABRT after the Ctrl-C, not reproduced since): show
+        # the fatal error's head and the threads' stacks, which the tail of stderr cuts off.
+        start = max(stderr.find("Fatal Python error"), 0)
+        pytest.fail(f"killed by signal {-process.returncode} after SIGINT:\n"
+                    + stderr[start:start + 6000])
     return process.returncode, stderr
 
 
