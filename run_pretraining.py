@@ -29,7 +29,6 @@ original crashed); --init_from_group0 initialises every group (the original
 silently skipped some).
 """
 
-import keras
 from absl import flags, logging
 
 from albert import cli, io
@@ -40,6 +39,9 @@ from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
 from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+
+# Imported after `albert`, which quiets TensorFlow's C++ start-up lines before TensorFlow loads.
+import keras  # noqa: E402
 
 # --- the original's flags ---
 flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model to train.")
