@@ -76,3 +76,17 @@ def test_the_original_documented_module_commands_run_the_scripts(tmp_path):
                                cwd=tmp_path, capture_output=True, text=True, timeout=300)
         # absl's help ends with exit status 1
         assert flag in shown.stdout and "Traceback" not in shown.stderr, (script, shown.stderr)
+
+
+def test_the_scripts_start_without_tensorflows_native_info_lines():
+    """`import albert` quiets TensorFlow's C++ start-up lines (CUDA probing, oneDNN, CPU
+    features) before TensorFlow loads; a script that imported TensorFlow or Keras ahead of
+    `albert` would print them."""
+    import sys
+
+    native_info = re.compile(r"^\S+ \S+: I |^I0000 ", re.MULTILINE)   # TF's C++ INFO lines
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    for script in ("run_pretraining.py", "run_classifier.py"):
+        shown = subprocess.run([sys.executable, script, "--helpshort"], cwd=REPO, env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert not native_info.search(shown.stderr), (script, shown.stderr[:2000])
