@@ -166,3 +166,35 @@ def test_the_data_creation_script_starts_without_tensorflow():
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert "HEAVY=\n" in result.stdout, (result.stdout[-2000:], result.stderr[-2000:])
+
+
+# The extras' packages (setup.py): the package must import without any of them.
+OPTIONAL_PACKAGES = ("gensim", "mwparserfromhell", "syntok", "matplotlib", "tf2onnx",
+                     "onnxruntime", "torch", "transformers")
+# Modules whose whole job needs an extra.
+NEEDS_AN_EXTRA = {"albert.datasets.wikitext"}
+
+
+def test_every_module_imports_without_the_optional_packages():
+    """A module-level import of a module that needs an extra would make commands such as
+    `python -m albert.paper` fail for users who installed only the core dependencies."""
+    modules = []
+    for directory, _, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                relative = os.path.relpath(os.path.join(directory, name), REPO)[:-3]
+                module = relative.replace(os.sep, ".").removesuffix(".__init__")
+                if module not in NEEDS_AN_EXTRA:
+                    modules.append(module)
+    probe = (f"import importlib, sys\n"
+             f"class Uninstalled:   # as if the extras were not installed\n"
+             f"    def find_spec(self, name, path=None, target=None):\n"
+             f"        if name.split('.')[0] in {OPTIONAL_PACKAGES!r}:\n"
+             f"            raise ModuleNotFoundError(f'No module named {{name!r}}')\n"
+             f"sys.meta_path.insert(0, Uninstalled())\n"
+             f"for module in {modules!r}:\n"
+             f"    importlib.import_module(module)\n"
+             f"print('IMPORTED', len({modules!r}))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                            text=True, timeout=300, env=dict(os.environ, PYTHONPATH=REPO))
+    assert f"IMPORTED {len(modules)}" in result.stdout, result.stderr[-3000:]

@@ -21,7 +21,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from albert import io
-from albert.datasets import sources, wikitext
+from albert.datasets import sources
 from albert.errors import InputError
 from albert.io import atomic_output_dir
 
@@ -61,6 +61,9 @@ def split_sentences(paragraph: str) -> List[str]:
 
 
 def wikipedia_documents(path: str) -> Iterable[List[str]]:
+    # Inside: wikitext needs mwparserfromhell, an optional dependency (the "demo" extra).
+    from albert.datasets import wikitext
+
     for _, text in wikitext.iter_articles(path):
         sentences = [s for paragraph in wikitext.article_paragraphs(text)
                      for s in split_sentences(paragraph)]
