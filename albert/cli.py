@@ -115,4 +115,5 @@ def report_interrupt(interrupt: KeyboardInterrupt) -> None:
     """Ctrl-C: one line saying where the run stopped (a `RunInterrupted` knows), exit 130."""
     print(f"Interrupted: {interrupt if isinstance(interrupt, RunInterrupted) else STOPPED}",
           file=sys.stderr)
+    interrupts.quiet_tensorflow_finalizers()
     sys.exit(130)

@@ -11,10 +11,19 @@ stops the run at the next step.
 Some work must finish once begun: a checkpoint whose files are on disk but
 not yet listed in the `checkpoint` state file would be invisible to the next
 run. `deferred()` holds a Ctrl-C until such a block is done.
+
+A Ctrl-C can also land inside TensorFlow's own bookkeeping (between
+registering a traced function and counting its reference, say). The run is
+stopped and reported either way, but at interpreter exit the finalizer of
+such an object then fails ("Exception ignored in AtomicFunction.__del__ ...
+KeyError"), a traceback after the one line the user should see.
+`quiet_tensorflow_finalizers()` drops those, and only those, once the run
+has been reported as interrupted.
 """
 
 import contextlib
 import signal
+import sys
 
 _requested = False
 _deferring = False
@@ -53,3 +62,20 @@ def raise_if_requested() -> None:
     """Raises the `KeyboardInterrupt` of a Ctrl-C that was dropped on its way."""
     if _requested:
         raise KeyboardInterrupt
+
+
+def _raised_by_a_tensorflow_finalizer(unraisable) -> bool:
+    module = getattr(unraisable.object, "__module__", None) or ""
+    return module.split(".")[0] == "tensorflow"
+
+
+def quiet_tensorflow_finalizers() -> None:
+    """After a reported Ctrl-C: errors raised by TensorFlow objects' finalizers while the
+    interpreter shuts down are not printed; every other "Exception ignored" still is."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not _raised_by_a_tensorflow_finalizer(unraisable):
+            previous(unraisable)
+
+    sys.unraisablehook = hook

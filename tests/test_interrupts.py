@@ -1,6 +1,8 @@
 """Ctrl-C handling: a deferred block runs to its end, the interrupt comes right after."""
 import os
 import signal
+import sys
+import types
 
 import pytest
 
@@ -40,3 +42,20 @@ def test_a_block_without_ctrl_c_returns_normally(remembering_handler):
     with interrupts.deferred():
         value = 1
     assert value == 1
+
+
+def test_after_a_reported_ctrl_c_only_tensorflow_finalizer_errors_are_dropped(monkeypatch):
+    # What Python hands sys.unraisablehook for "Exception ignored in <obj.__del__>".
+    def tensorflow_del():
+        pass
+    tensorflow_del.__module__ = "tensorflow.python.eager.polymorphic_function.atomic_function"
+
+    def own_del():
+        pass
+
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    interrupts.quiet_tensorflow_finalizers()
+    for finalizer in (tensorflow_del, own_del):
+        sys.unraisablehook(types.SimpleNamespace(object=finalizer, exc_type=KeyError))
+    assert [u.object for u in printed] == [own_del]
