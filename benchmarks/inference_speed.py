@@ -14,6 +14,10 @@ Examples/s over all sentences, each implementation in its own process (rounds
 interleaved, median reported), batch `--batch_size`:
 * `ours_keras`: the fine-tuning scripts' evaluation path (`bucketed_logits`:
   batches of similar length cut to their longest example).
+* `ours_keras_xla`: the same with `--jit_compile` (XLA; lengths rounded up to
+  multiples of 32 so few programs are compiled).
+* `ours_keras_bf16`: the same under `--mixed_precision=mixed_bfloat16` (bfloat16
+  matmuls, float32 softmax and layer norm), only on CPUs with native bfloat16.
 * `ours_tflite_<mode>`: `python -m albert.export --task=classifier` TFLite
   files (`none`, `dynamic_int8`, `int8` calibrated on held-out demo-corpus
   text, `float16`) run by `TFLiteRunner` (threads = cores available) on the
@@ -21,6 +25,8 @@ interleaved, median reported), batch `--batch_size`:
 * `hf_sorted_sdpa`: `AlbertForSequenceClassification` (SDPA attention), batches
   sorted by length and padded to their longest — what `group_by_length` and
   dynamic padding give, its fastest float32 CPU setting here.
+* `hf_sorted_sdpa_bf16`: the same under `torch.autocast("cpu", torch.bfloat16)`,
+  its bfloat16 CPU setting, only on CPUs with native bfloat16.
 * `hf_sorted_int8`: the same after `torch.ao.quantization.quantize_dynamic`
   (int8 `nn.Linear`), its standard CPU int8.
 Each implementation's prediction agreement and largest logit difference with
@@ -30,6 +36,7 @@ figures measured in the same run only.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -45,8 +52,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 TFLITE_MODES = ("none", "dynamic_int8", "int8", "float16")
-IMPLEMENTATIONS = ("ours_keras", *(f"ours_tflite_{mode}" for mode in TFLITE_MODES),
-                   "hf_sorted_sdpa", "hf_sorted_int8")
+IMPLEMENTATIONS = ("ours_keras", "ours_keras_xla", "ours_keras_bf16",
+                   *(f"ours_tflite_{mode}" for mode in TFLITE_MODES),
+                   "hf_sorted_sdpa", "hf_sorted_sdpa_bf16", "hf_sorted_int8")
+# Measured only where the CPU computes bfloat16 in hardware (emulated, it is slower than float32).
+BFLOAT16_IMPLEMENTATIONS = ("ours_keras_bf16", "hf_sorted_sdpa_bf16")
 
 
 def prepare(work_dir: str, max_seq_length: int, config_path: str):
@@ -127,18 +137,28 @@ def run_implementation(args):
     logits_out = np.zeros([total, 2], np.float32)
     extra = {}
 
-    if args.impl == "ours_keras":
+    if args.impl in BFLOAT16_IMPLEMENTATIONS:
+        from albert.training.cpu_features import has_native_bfloat16
+
+        if not has_native_bfloat16():
+            return {"skipped": "this CPU has no native bfloat16"}
+    if args.impl.startswith("ours_keras"):
         from albert.checkpoints import load_into_model
         from albert.config import AlbertConfig
         from albert.modeling import AlbertClassifier
         from albert.tasks.finetuning import bucketed_logits
 
+        import keras
+
+        if args.impl == "ours_keras_bf16":
+            keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        jit_compile = args.impl == "ours_keras_xla"
         model = AlbertClassifier(AlbertConfig.from_json_file(f"{checkpoint}/albert_config.json"),
                                  num_labels=2)
         load_into_model(model, checkpoint, "tf1")
 
         def run():
-            logits_out[:] = bucketed_logits(model, features, args.batch_size)
+            logits_out[:] = bucketed_logits(model, features, args.batch_size, jit_compile)
     elif args.impl.startswith("ours_tflite_"):
         from albert.export.tflite_runner import TFLiteRunner
 
@@ -169,8 +189,11 @@ def run_implementation(args):
                                                            dtype=torch.qint8)
         extra = {"torch_threads": torch.get_num_threads()}
 
+        precision = (torch.autocast("cpu", dtype=torch.bfloat16)
+                     if args.impl == "hf_sorted_sdpa_bf16" else contextlib.nullcontext())
+
         def run():
-            with torch.no_grad():
+            with torch.no_grad(), precision:
                 for rows, width in sorted_batches(features, args.batch_size):
                     logits = model(**{name: torch.tensor(features[key][rows][:, :width],
                                                          dtype=torch.long)
@@ -178,7 +201,7 @@ def run_implementation(args):
                                                         ("attention_mask", "input_mask"),
                                                         ("token_type_ids", "input_type_ids"))}
                                    ).logits
-                    logits_out[rows] = logits.numpy()
+                    logits_out[rows] = logits.float().numpy()
 
     run()   # warm-up: tracing, allocation
     start = time.perf_counter()
@@ -213,10 +236,15 @@ def main():
     runs = {name: [] for name in names}
     for round_index in range(args.rounds):
         for name in names:
+            if runs[name] and "skipped" in runs[name][0]:
+                continue
             output = subprocess.run(base + [f"--impl={name}"], capture_output=True, text=True)
             if output.returncode != 0:
                 raise RuntimeError(f"{name}: {output.stderr[-3000:]}")
             runs[name].append(json.loads(output.stdout.strip().splitlines()[-1]))
+            if "skipped" in runs[name][-1]:
+                print(f"{name}: skipped, {runs[name][-1]['skipped']}", file=sys.stderr)
+                continue
             print(f"round {round_index + 1}/{args.rounds} {name}: "
                   f"{runs[name][-1]['rate']:.1f} examples/s", file=sys.stderr, flush=True)
     reference = np.array(runs[names[0]][0]["logits"])
@@ -226,7 +254,11 @@ def main():
                                      if f.startswith(("avx512", "amx", "avx2", "avx_vnni"))),
               "examples_per_second": {}, "compared_with": names[0], "prediction_agreement": {},
               "max_abs_logit_difference": {}, "details": {}}
+    skipped = [name for name in names if "skipped" in runs[name][0]]
+    report["skipped"] = {name: runs[name][0]["skipped"] for name in skipped}
     for name in names:
+        if name in skipped:
+            continue
         report["examples_per_second"][name] = round(statistics.median(
             run["rate"] for run in runs[name]), 2)
         logits = np.array(runs[name][0]["logits"])
@@ -236,7 +268,10 @@ def main():
         report["details"][name] = {key: value for key, value in runs[name][0].items()
                                    if key not in ("rate", "logits")}
     rates = report["examples_per_second"]
-    for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_tflite_none", "hf_sorted_sdpa"),
+    for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_keras_xla", "hf_sorted_sdpa"),
+                       ("ours_keras_bf16", "hf_sorted_sdpa"),
+                       ("ours_keras_bf16", "hf_sorted_sdpa_bf16"),
+                       ("ours_tflite_none", "hf_sorted_sdpa"),
                        ("ours_tflite_dynamic_int8", "hf_sorted_int8"),
                        ("ours_tflite_int8", "hf_sorted_int8")):
         if ours in rates and peer in rates:
