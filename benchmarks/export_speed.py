@@ -14,7 +14,15 @@ Sentences/s from raw strings to `pooled_output`, batch 32, interleaved rounds:
   then `AlbertEncoder` in a `tf.function`.
 Latency of one sentence: `encoder.tflite` through `TFLiteRunner` (LiteRT,
 XNNPACK, threads = cores available) at the full 128 positions and at the
-smallest length bucket that holds it, vs the SavedModel encoder's `serve` at 128.
+smallest length bucket that holds it, vs the SavedModel encoder's `serve` at 128;
+then the same sentence through the quantised files (`--quantize` float16,
+dynamic_int8, and int8 calibrated on held-out demo-corpus text), each at its
+bucket. File sizes: each `.tflite` and the SavedModel's variables, with the
+ratios the export goals are stated in (int8 latency / SavedModel latency, int8
+file / float32 file) and each quantised file's `quantization_report.json`
+errors against float32.
+
+    python benchmarks/export_speed.py --output=benchmarks/results/export_speed/base_128.json
 """
 
 import argparse
@@ -32,8 +40,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 
+QUANTIZED_MODES = ("float16", "dynamic_int8", "int8")
+
+
 def prepare(work_dir: str, config_path: str, seq_length: int):
-    """(export dir, spm model, sentences): exports a random-weight model once."""
+    """(export dir, spm model, sentences, {mode: quantised export dir}): exports one
+    random-weight model once, float32 and in every quantised mode."""
     from albert.checkpoints import model_weights
     from albert.config import AlbertConfig
     from albert.datasets import sources
@@ -51,13 +63,30 @@ def prepare(work_dir: str, config_path: str, seq_length: int):
         train_sentencepiece([os.path.join(corpus, "train.txt")], prefix, vocab_size=8000)
     sentences = [s for s, _ in polarity_sentences(sources.gensim_file(sources.PANG_LEE_POLARITY))]
     export_dir = os.path.join(work_dir, "export")
+    config = AlbertConfig.from_json_file(config_path)
+    weights_file = os.path.join(work_dir, "weights.npz")
+    if not os.path.exists(weights_file):
+        np.savez(weights_file, **model_weights(AlbertEncoder(config)))
+    weights = dict(np.load(weights_file))
+    tokenizer = SentencePieceTokenizer(prefix + ".model")
     if not os.path.exists(os.path.join(export_dir, "encoder.tflite")):
-        config = AlbertConfig.from_json_file(config_path)
-        encoder = AlbertEncoder(config)
-        export_hub_models(config, model_weights(encoder),
-                          SentencePieceTokenizer(prefix + ".model"), prefix + ".model",
+        export_hub_models(config, weights, tokenizer, prefix + ".model",
                           export_dir, seq_length, overwrite=True, tflite=True)
-    return export_dir, prefix + ".model", sentences
+    with open(os.path.join(corpus, "heldout.txt"), encoding="utf-8") as handle:
+        calibration = [(line, None) for line in handle.read().split("\n") if line.strip()][:400]
+    quantized = {}
+    for mode in QUANTIZED_MODES:
+        quantized[mode] = os.path.join(work_dir, f"export_{mode}")
+        if not os.path.exists(os.path.join(quantized[mode], "encoder.tflite")):
+            export_hub_models(config, weights, tokenizer, prefix + ".model", quantized[mode],
+                              seq_length, overwrite=True, tflite=True, quantization=mode,
+                              calibration_texts=calibration)
+    return export_dir, prefix + ".model", sentences, quantized
+
+
+def directory_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(path) for name in names)
 
 
 def main():
@@ -68,11 +97,12 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency_runs", type=int, default=20)
+    parser.add_argument("--output", default=None, help="also write the report here (JSON)")
     parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(),
                                                           "albert-export-bench"))
     args = parser.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
-    export_dir, spm, sentences = prepare(args.work_dir, args.config, args.seq_length)
+    export_dir, spm, sentences, quantized = prepare(args.work_dir, args.config, args.seq_length)
 
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the preprocessor's ops)
@@ -119,6 +149,10 @@ def main():
     calls = {"tflite_full_length": lambda: runner(one_np, length=args.seq_length),
              "tflite_bucketed": lambda: runner(one_np),
              "savedmodel": lambda: saved_encoder.serve(one)["pooled_output"].numpy()}
+    runners = {mode: TFLiteRunner(os.path.join(directory, "encoder.tflite"))
+               for mode, directory in quantized.items()}
+    for mode, quantized_runner in runners.items():
+        calls[f"tflite_{mode}_bucketed"] = (lambda r: lambda: r(one_np))(quantized_runner)
     latencies = {name: [] for name in calls}
     for call in calls.values():
         call()   # warm up
@@ -136,7 +170,35 @@ def main():
         "one_sequence_latency_ms": {name: round(1000 * statistics.median(values), 1)
                                     for name, values in latencies.items()},
     }
-    print(json.dumps(report, indent=2))
+    files = {"float32": os.path.join(export_dir, "encoder.tflite"),
+             **{mode: os.path.join(directory, "encoder.tflite")
+                for mode, directory in quantized.items()}}
+    report["tflite_bytes"] = {mode: os.path.getsize(path) for mode, path in files.items()}
+    report["savedmodel_variables_bytes"] = directory_bytes(
+        os.path.join(export_dir, "encoder", "variables"))
+    latency = report["one_sequence_latency_ms"]
+    report["ratios"] = {
+        **{f"tflite_{mode}_latency_vs_savedmodel": round(
+            latency[f"tflite_{mode}_bucketed"] / latency["savedmodel"], 3)
+           for mode in quantized},
+        "tflite_float32_latency_vs_savedmodel": round(
+            latency["tflite_bucketed"] / latency["savedmodel"], 3),
+        **{f"tflite_{mode}_bytes_vs_float32": round(
+            report["tflite_bytes"][mode] / report["tflite_bytes"]["float32"], 3)
+           for mode in quantized}}
+    report["quantization_errors"] = {}
+    for mode, directory in quantized.items():
+        with open(os.path.join(directory, "quantization_report.json"), encoding="utf-8") as f:
+            quantization_report = json.load(f)
+        report["quantization_errors"][mode] = {
+            key: value for key, value in quantization_report.items()
+            if key not in ("file", "quantization")}
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
 
 
 if __name__ == "__main__":

@@ -121,7 +121,9 @@ def tflite_file(args, checkpoint, spm, calibration, mode) -> str:
                    f"--albert_config_file={checkpoint}/albert_config.json",
                    f"--spm_model_file={spm}", f"--export_dir={directory}",
                    "--task=classifier", f"--seq_length={args.max_seq_length}",
-                   f"--quantize={mode}", "--tflite", f"--calibration_file={calibration}"]
+                   f"--quantize={mode}", "--tflite", f"--calibration_file={calibration}",
+                   # The benchmark's own scratch directory: an export stopped half-way is redone.
+                   "--overwrite"]
         result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(result.stderr[-3000:])
