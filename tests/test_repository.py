@@ -90,3 +90,31 @@ def test_the_scripts_start_without_tensorflows_native_info_lines():
         shown = subprocess.run([sys.executable, script, "--helpshort"], cwd=REPO, env=env,
                                capture_output=True, text=True, timeout=300)
         assert not native_info.search(shown.stderr), (script, shown.stderr[:2000])
+
+
+def _heading_anchor(heading: str) -> str:
+    # GitHub's rule: lower case, punctuation other than hyphens dropped, spaces to hyphens.
+    anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return anchor.replace(" ", "-")
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    pages = [os.path.join(REPO, "README.md")] + [
+        os.path.join(REPO, "docs", name) for name in sorted(os.listdir(os.path.join(REPO, "docs")))
+        if name.endswith(".md")]
+    broken = []
+    for page in pages:
+        text = open(page, encoding="utf-8").read()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            if not os.path.exists(resolved):
+                broken.append(f"{os.path.relpath(page, REPO)}: {target}")
+            elif anchor and resolved.endswith(".md"):
+                headings = re.findall(r"^#+\s+(.*)$", open(resolved, encoding="utf-8").read(),
+                                      re.MULTILINE)
+                if anchor not in {_heading_anchor(h) for h in headings}:
+                    broken.append(f"{os.path.relpath(page, REPO)}: {target} (no such heading)")
+    assert broken == []
