@@ -83,12 +83,20 @@ class AlbertAttention(keras.layers.Layer):
             projected, (-1, sequence_length, self.num_attention_heads, self.head_size))
         return ops.transpose(projected, (0, 2, 1, 3))
 
-    def call(self, hidden_states, attention_bias, training=False, dropout_seeds=None):
+    def call(self, hidden_states, attention_bias, training=False, dropout_seeds=None,
+             query_states=None):
+        """`query_states` (`[B, Q, H]`, default `hidden_states`): the positions whose outputs
+        are wanted; they attend to every position of `hidden_states` and the result is
+        `[B, Q, H]`. Passing `hidden_states[:, :1]` computes token 0's output alone, exactly
+        as the full call computes it."""
         probability_seeds = output_seeds = None
         if dropout_seeds is not None:
             probability_seeds, output_seeds = (derive_seeds(dropout_seeds, site) for site in (0, 1))
+        if query_states is None:
+            query_states = hidden_states
         sequence_length = ops.shape(hidden_states)[1]
-        query = self._split_heads(self.query(hidden_states), sequence_length)
+        query_length = ops.shape(query_states)[1]
+        query = self._split_heads(self.query(query_states), query_length)
         key = self._split_heads(self.key(hidden_states), sequence_length)
         value = self._split_heads(self.value(hidden_states), sequence_length)
 
@@ -99,12 +107,12 @@ class AlbertAttention(keras.layers.Layer):
         probabilities = self.attention_dropout(probabilities, seeds=probability_seeds,
                                                training=training)
 
-        context = ops.matmul(probabilities, value)                  # [B, N, S, D]
+        context = ops.matmul(probabilities, value)                  # [B, N, Q, D]
         context = ops.transpose(context, (0, 2, 1, 3))
-        context = ops.reshape(context, (-1, sequence_length, self.hidden_size))
+        context = ops.reshape(context, (-1, query_length, self.hidden_size))
         attention_output = self.output_dropout(self.output_dense(context), seeds=output_seeds,
                                                training=training)
-        return self.layer_norm(attention_output + hidden_states)
+        return self.layer_norm(attention_output + query_states)
 
     def compute_output_shape(self, input_shape):
         return input_shape

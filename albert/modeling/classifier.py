@@ -90,8 +90,10 @@ class AlbertClassifier(EncoderWithHead):
     def head_dimensions(self) -> dict:
         return {"C": self.num_labels}
 
-    def call(self, inputs, training=False):
-        outputs = dict(self.encoder(inputs, training=training))
+    def call(self, inputs, training=False, logits_only=False):
+        """`logits_only`: `logits` and `pooled_output` alone, with the encoder's
+        `pooled_only` saving (the same logits, for inference)."""
+        outputs = dict(self.encoder(inputs, training=training, pooled_only=logits_only))
         outputs["logits"] = self.head(
             outputs["pooled_output"], training=training,
             dropout_seeds=self.head_dropout_seeds(inputs, training, self.dropout_rate))

@@ -35,6 +35,12 @@ class AlbertEncoder(ConfiguredModel):
 
     Outputs: a dict with `sequence_output` `[B, S, H]`, `pooled_output`
     `[B, H]` and `encoder_outputs`, the list of all `L * K` block outputs.
+    With `pooled_only=True` (inference for a head on the pooled output):
+    `pooled_output` alone. The pooler reads token 0 only, so the last block
+    then computes token 0's output alone (its keys and values still come from
+    every token). That is the same arithmetic for that token with less
+    work: the last block's query, output and feed-forward matmuls run on 1
+    position instead of S.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -117,7 +123,7 @@ class AlbertEncoder(ConfiguredModel):
         self.pooler.build((None, config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, pooled_only=False):
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
             raise InputError(
                 "AlbertEncoder expects a dict with 'input_word_ids' (and optionally "
@@ -142,16 +148,22 @@ class AlbertEncoder(ConfiguredModel):
         attention_bias = attention_bias_from_mask(input_mask, hidden_states.dtype)
 
         encoder_outputs = []
+        last = len(self._schedule) - 1
         # Shared blocks run several times: each application gets its own sites.
         for application, (attention_index, ffn_index) in enumerate(self._schedule):
+            # Only token 0 of the last block reaches the pooler.
+            query_states = hidden_states[:, :1, :] if pooled_only and application == last \
+                else None
             hidden_states = self.attention_blocks[attention_index](
                 hidden_states, attention_bias, training=training,
-                dropout_seeds=site_seeds(2 * application + 1))
+                dropout_seeds=site_seeds(2 * application + 1), query_states=query_states)
             hidden_states = self.ffn_blocks[ffn_index](
                 hidden_states, training=training, dropout_seeds=site_seeds(2 * application + 2))
             encoder_outputs.append(hidden_states)
 
         pooled_output = self.pooler(hidden_states[:, 0, :])
+        if pooled_only:
+            return {"pooled_output": pooled_output}
         return {
             "sequence_output": hidden_states,
             "pooled_output": pooled_output,

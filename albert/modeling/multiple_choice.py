@@ -50,7 +50,9 @@ class AlbertMultipleChoice(EncoderWithHead):
         self.seed_generator = keras.random.SeedGenerator() if self.uses_dropout else None
         self.build()
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, logits_only=False):
+        """`logits_only`: `logits` and `pooled_output` alone, with the encoder's
+        `pooled_only` saving (the same logits, for inference)."""
         ids = inputs["input_word_ids"]
         batch, length = ops.shape(ids)[0], ops.shape(ids)[-1]
         rows = {}
@@ -66,7 +68,7 @@ class AlbertMultipleChoice(EncoderWithHead):
                                                for choice in range(self.num_choices)], axis=1),
                                     (-1,))
             rows[DROPOUT_SEEDS] = row_seeds
-        outputs = dict(self.encoder(rows, training=training))
+        outputs = dict(self.encoder(rows, training=training, pooled_only=logits_only))
         head_seeds = (derive_seeds(row_seeds, HEAD_DROPOUT_SITE)
                       if row_seeds is not None and self.dropout_rate > 0 else None)
         scores = self.head(outputs["pooled_output"], training=training, dropout_seeds=head_seeds)

@@ -108,17 +108,18 @@ def features_from_cache(path: str, parser: CachedFeatureParser) -> Dict[str, np.
 _OUTPUT_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
-def _outputs_function(model, input_names, output_names, rank: int, jit_compile: bool):
-    """One traced inference function per model, inputs, outputs and input rank (any batch
-    size and length)."""
+def _outputs_function(model, input_names, output_names, rank: int, jit_compile: bool,
+                      call_options=()):
+    """One traced inference function per model, inputs, outputs, input rank and call
+    options (any batch size and length)."""
     functions = _OUTPUT_FUNCTIONS.setdefault(model, {})
-    key = (tuple(input_names), tuple(output_names), rank, jit_compile)
+    key = (tuple(input_names), tuple(output_names), rank, jit_compile, tuple(call_options))
     if key not in functions:
         spec = [tf.TensorSpec([None] * rank, tf.int32) for _ in input_names]
 
         @tf.function(input_signature=spec, jit_compile=jit_compile)
         def outputs_of(*values):
-            outputs = model(dict(zip(input_names, values)), training=False)
+            outputs = model(dict(zip(input_names, values)), training=False, **dict(call_options))
             return {name: outputs[name] for name in output_names}
 
         functions[key] = outputs_of
@@ -128,7 +129,7 @@ def _outputs_function(model, input_names, output_names, rank: int, jit_compile: 
 def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
                      jit_compile: bool = False, output_names=("logits",), extra_inputs=(),
                      min_length: int = 1, trim: bool = True,
-                     position_outputs=()) -> Dict[str, np.ndarray]:
+                     position_outputs=(), call_options=()) -> Dict[str, np.ndarray]:
     """The model's named outputs for every example, computed on batches of similar length.
 
     `features` holds `input_word_ids`, `input_mask`, `input_type_ids` (and
@@ -137,7 +138,8 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
     Each batch is cut to its longest example, but not below `min_length`
     (e.g. a top-k over positions); with `trim=False` every batch keeps all
     `S` positions. `position_outputs` name the outputs with a position axis
-    (`[N, length]`): they are padded back to `S` with −inf.
+    (`[N, length]`): they are padded back to `S` with −inf. `call_options`:
+    (name, value) pairs passed to the model's call (e.g. `logits_only`).
     """
     mask = features["input_mask"]
     lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
@@ -145,7 +147,8 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
     # XLA compiles one program per shape: round lengths up to limit their number.
     multiple = 32 if jit_compile else 1
     input_names = (*MODEL_INPUTS, *extra_inputs)
-    outputs_of = _outputs_function(model, input_names, output_names, mask.ndim, jit_compile)
+    outputs_of = _outputs_function(model, input_names, output_names, mask.ndim, jit_compile,
+                                   call_options)
 
     width = mask.shape[-1]
     outputs: Dict[str, np.ndarray] = {}
@@ -171,8 +174,11 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
 
 def bucketed_logits(model, features: Dict[str, np.ndarray], batch_size: int,
                     jit_compile: bool = False) -> np.ndarray:
-    """The model's `logits` for every example, on batches of similar length, in input order."""
-    return bucketed_outputs(model, features, batch_size, jit_compile)["logits"]
+    """The logits of a model with a head on the pooled output (classifier, multiple choice)
+    for every example, on batches of similar length, in input order; the last block computes
+    token 0 alone (`logits_only`), since nothing else reaches the head."""
+    return bucketed_outputs(model, features, batch_size, jit_compile,
+                            call_options=(("logits_only", True),))["logits"]
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

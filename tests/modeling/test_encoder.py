@@ -7,7 +7,8 @@ from albert.checkpoints import model_weights
 from albert.checkpoints.naming import count_parameters
 from albert.config import AlbertConfig
 from albert.errors import InputError
-from albert.modeling import AlbertEncoder, AlbertPretrainer
+from albert.modeling import AlbertClassifier, AlbertEncoder, AlbertPretrainer
+from albert.modeling.attention import attention_bias_from_mask
 from conftest import encoder_inputs, random_inputs, tiny_config
 
 
@@ -62,6 +63,33 @@ def test_forward_pass_matches_the_numpy_transcription_of_the_original(changes):
                                    err_msg=key)
     for ours_layer, reference_layer in zip(ours["encoder_outputs"], reference["encoder_outputs"]):
         np.testing.assert_allclose(np.asarray(ours_layer), reference_layer, atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"num_hidden_layers": 4, "num_hidden_groups": 2, "inner_group_num": 2},
+    {"embedding_size": 32},
+    {"num_hidden_layers": 3, "num_hidden_groups": 3},
+    {"sharing_strategy": "shared_ffn"},
+], ids=["all_shared", "groups2_inner2", "e_equals_h", "not_shared", "shared_ffn"])
+def test_pooled_only_computes_the_same_pooled_output_and_logits(changes):
+    config = tiny_config(**changes)
+    classifier = AlbertClassifier(config, num_labels=3)
+    inputs = encoder_inputs(random_inputs(config, batch_size=4, sequence_length=12))
+    full = classifier(inputs)
+    lean = classifier(inputs, logits_only=True)
+    assert sorted(lean) == ["logits", "pooled_output"]
+    for key in ("pooled_output", "logits"):
+        np.testing.assert_allclose(np.asarray(lean[key]), np.asarray(full[key]), atol=1e-6,
+                                   rtol=0, err_msg=key)
+    only = classifier.encoder(inputs, pooled_only=True)
+    assert list(only) == ["pooled_output"]
+    # Token 0 alone in the last block: its query, output and feed-forward ran on [B, 1, H].
+    last_block_input = classifier.encoder(inputs)["encoder_outputs"][-2]
+    attention = classifier.encoder.attention_blocks[-1]
+    first = attention(last_block_input, attention_bias_from_mask(inputs["input_mask"], "float32"),
+                      query_states=last_block_input[:, :1])
+    assert tuple(first.shape) == (4, 1, config.hidden_size)
 
 
 def test_padding_tokens_do_not_change_real_positions():
