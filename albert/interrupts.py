@@ -74,8 +74,9 @@ def quiet_tensorflow_finalizers() -> None:
     interpreter shuts down are not printed; every other "Exception ignored" still is."""
     previous = sys.unraisablehook
 
-    def hook(unraisable):
-        if not _raised_by_a_tensorflow_finalizer(unraisable):
+    # Bound now: module globals may already be cleared when finalizers run at exit.
+    def hook(unraisable, previous=previous, is_tensorflow=_raised_by_a_tensorflow_finalizer):
+        if not is_tensorflow(unraisable):
             previous(unraisable)
 
     sys.unraisablehook = hook
