@@ -77,7 +77,8 @@ def prepare(work_dir: str, config_path: str, seq_length: int):
     quantized = {}
     for mode in QUANTIZED_MODES:
         quantized[mode] = os.path.join(work_dir, f"export_{mode}")
-        if not os.path.exists(os.path.join(quantized[mode], "encoder.tflite")):
+        # The report is written last: without it the export did not finish.
+        if not os.path.exists(os.path.join(quantized[mode], "quantization_report.json")):
             export_hub_models(config, weights, tokenizer, prefix + ".model", quantized[mode],
                               seq_length, overwrite=True, tflite=True, quantization=mode,
                               calibration_texts=calibration)
@@ -191,8 +192,7 @@ def main():
         with open(os.path.join(directory, "quantization_report.json"), encoding="utf-8") as f:
             quantization_report = json.load(f)
         report["quantization_errors"][mode] = {
-            key: value for key, value in quantization_report.items()
-            if key not in ("file", "quantization")}
+            key: quantization_report[key] for key in ("examples", "outputs")}
     text = json.dumps(report, indent=2)
     print(text)
     if args.output:

@@ -225,6 +225,7 @@ def main():
                                                            "albert-inference-bench"))
     parser.add_argument("--impl", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.work_dir = os.path.abspath(args.work_dir)   # exports run from the repository
     os.makedirs(args.work_dir, exist_ok=True)
     if args.impl:
         print(json.dumps(run_implementation(args)))
@@ -249,12 +250,13 @@ def main():
                 continue
             print(f"round {round_index + 1}/{args.rounds} {name}: "
                   f"{runs[name][-1]['rate']:.1f} examples/s", file=sys.stderr, flush=True)
-    reference = np.array(runs[names[0]][0]["logits"])
+    measured = [name for name in names if "skipped" not in runs[name][0]]
+    reference = np.array(runs[measured[0]][0]["logits"])
     report = {"config": os.path.basename(args.config), "max_seq_length": args.max_seq_length,
               "batch_size": args.batch_size, "rounds": args.rounds,
               "cpu_features": sorted(f for f in cpu_features()
                                      if f.startswith(("avx512", "amx", "avx2", "avx_vnni"))),
-              "examples_per_second": {}, "compared_with": names[0], "prediction_agreement": {},
+              "examples_per_second": {}, "compared_with": measured[0], "prediction_agreement": {},
               "max_abs_logit_difference": {}, "details": {}}
     skipped = [name for name in names if "skipped" in runs[name][0]]
     report["skipped"] = {name: runs[name][0]["skipped"] for name in skipped}
@@ -281,6 +283,7 @@ def main():
     text = json.dumps(report, indent=2)
     print(text)
     if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
 

@@ -28,10 +28,16 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+def run_name(finetuned_dir: str) -> str:
+    """`<pretraining run>/<fine-tuning dir>`: unique where two runs fine-tuned the same task."""
+    finetuned_dir = os.path.abspath(finetuned_dir)
+    return f"{os.path.basename(os.path.dirname(finetuned_dir))}/{os.path.basename(finetuned_dir)}"
+
+
 def export(finetuned_dir: str, mode: str, args) -> dict:
     with open(os.path.join(finetuned_dir, "run_settings.json"), encoding="utf-8") as handle:
         settings = json.load(handle)
-    export_dir = os.path.join(args.work_dir, os.path.basename(finetuned_dir.rstrip("/")), mode)
+    export_dir = os.path.join(args.work_dir, run_name(finetuned_dir), mode)
     report_path = os.path.join(export_dir, "quantization_report.json")
     if not os.path.exists(report_path):
         command = [sys.executable, "-m", "albert.export",
@@ -41,7 +47,9 @@ def export(finetuned_dir: str, mode: str, args) -> dict:
                    "--task=classifier", "--tflite", f"--quantize={mode}",
                    f"--seq_length={settings['max_seq_length']}",
                    f"--calibration_file={args.calibration_file}",
-                   f"--task_name={settings['task']}", f"--data_dir={args.data_dir}"]
+                   f"--task_name={settings['task']}", f"--data_dir={args.data_dir}",
+                   # The benchmark's own directory: an export stopped before its report is redone.
+                   "--overwrite"]
         result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(command)}\n{result.stderr[-3000:]}")
@@ -62,12 +70,14 @@ def main():
     parser.add_argument("--work_dir", required=True, help="where the exports are written")
     parser.add_argument("--output", default=None, help="also write the report here (JSON)")
     args = parser.parse_args()
+    # The exports run from the repository's directory: every path made absolute first.
+    for name in ("data_dir", "spm_model_file", "calibration_file", "work_dir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
     results = {}
-    for finetuned_dir in args.finetuned_dirs.split(","):
+    for finetuned_dir in map(os.path.abspath, args.finetuned_dirs.split(",")):
         for mode in args.modes.split(","):
             report = export(finetuned_dir, mode, args)
-            name = f"{os.path.basename(os.path.dirname(finetuned_dir.rstrip('/')))}/" \
-                   f"{os.path.basename(finetuned_dir.rstrip('/'))}"
+            name = run_name(finetuned_dir)
             results.setdefault(name, {})[mode] = {
                 key: report[key] for key in ("file_to_float32_file", "examples", "outputs",
                                              "prediction_agreement", "dev_set") if key in report}
