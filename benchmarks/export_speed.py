@@ -34,6 +34,7 @@ import tempfile
 import time
 
 import numpy as np
+from report_output import print_and_write
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -193,12 +194,7 @@ def main():
             quantization_report = json.load(f)
         report["quantization_errors"][mode] = {
             key: quantization_report[key] for key in ("examples", "outputs")}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+    print_and_write(report, args.output)
 
 
 if __name__ == "__main__":

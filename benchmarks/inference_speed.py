@@ -46,6 +46,7 @@ import tempfile
 import time
 
 import numpy as np
+from report_output import print_and_write
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -280,12 +281,7 @@ def main():
                        ("ours_tflite_int8", "hf_sorted_int8")):
         if ours in rates and peer in rates:
             report[f"{ours}_vs_{peer}"] = round(rates[ours] / rates[peer], 3)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+    print_and_write(report, args.output)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import os
 import subprocess
 import sys
 
+from report_output import print_and_write
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_name(finetuned_dir: str) -> str:
@@ -84,12 +86,7 @@ def main():
             print(f"{name} {mode}: agreement {report.get('prediction_agreement')}, dev set "
                   f"{json.dumps(report.get('dev_set', {}).get('prediction_agreement'))}",
                   file=sys.stderr, flush=True)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+    print_and_write(results, args.output)
 
 
 if __name__ == "__main__":
