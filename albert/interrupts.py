@@ -6,7 +6,9 @@ many objects, run by the garbage collector), Python prints "Exception
 ignored" and drops it: the run goes on as if nothing happened. The scripts
 install `handle_ctrl_c`, which also remembers the request, and the training
 loop calls `raise_if_requested` between steps, so a dropped interrupt still
-stops the run at the next step.
+stops the run at the next step. Since it is not lost, Python's "Exception
+ignored ... KeyboardInterrupt" message for it is not printed either: the
+user sees only the one line that reports where the run stopped.
 
 Some work must finish once begun: a checkpoint whose files are on disk but
 not yet listed in the `checkpoint` state file would be invisible to the next
@@ -53,9 +55,30 @@ def deferred():
 
 def handle_ctrl_c() -> None:
     """Installs the remembering SIGINT handler (main thread only; a process whose SIGINT
-    is ignored, e.g. started in the background by a shell, keeps ignoring it)."""
+    is ignored, e.g. started in the background by a shell, keeps ignoring it), and stops
+    Python printing the interrupts it remembers when a finalizer swallows them."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
+        _drop_unraisable_if(_is_keyboard_interrupt)
+
+
+def _is_keyboard_interrupt(unraisable) -> bool:
+    # With `_on_sigint` installed every KeyboardInterrupt was remembered before it was
+    # raised, so one a finalizer swallowed still stops the run at the next step.
+    return isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type,
+                                                                KeyboardInterrupt)
+
+
+def _drop_unraisable_if(condition) -> None:
+    """Chains a `sys.unraisablehook` that does not print what `condition` matches."""
+    previous = sys.unraisablehook
+
+    # Bound now: module globals may already be cleared when finalizers run at exit.
+    def hook(unraisable, previous=previous, condition=condition):
+        if not condition(unraisable):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def raise_if_requested() -> None:
@@ -72,11 +95,4 @@ def _raised_by_a_tensorflow_finalizer(unraisable) -> bool:
 def quiet_tensorflow_finalizers() -> None:
     """After a reported Ctrl-C: errors raised by TensorFlow objects' finalizers while the
     interpreter shuts down are not printed; every other "Exception ignored" still is."""
-    previous = sys.unraisablehook
-
-    # Bound now: module globals may already be cleared when finalizers run at exit.
-    def hook(unraisable, previous=previous, is_tensorflow=_raised_by_a_tensorflow_finalizer):
-        if not is_tensorflow(unraisable):
-            previous(unraisable)
-
-    sys.unraisablehook = hook
+    _drop_unraisable_if(_raised_by_a_tensorflow_finalizer)

@@ -59,3 +59,29 @@ def test_after_a_reported_ctrl_c_only_tensorflow_finalizer_errors_are_dropped(mo
     for finalizer in (tensorflow_del, own_del):
         sys.unraisablehook(types.SimpleNamespace(object=finalizer, exc_type=KeyError))
     assert [u.object for u in printed] == [own_del]
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_is_remembered_and_not_printed(monkeypatch):
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: printed.append(
+        unraisable.exc_type))
+    monkeypatch.setattr(interrupts, "_requested", False)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupts.handle_ctrl_c()
+
+        class InterruptedFinalizer:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)  # lands inside the finalizer
+
+        class FailingFinalizer:
+            def __del__(self):
+                raise ValueError("a real error in a finalizer")
+
+        InterruptedFinalizer()  # collected at once: Python swallows the interrupt
+        FailingFinalizer()
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.raise_if_requested()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert printed == [ValueError]

@@ -114,8 +114,10 @@ class AlbertAttention(keras.layers.Layer):
                                                training=training)
         return self.layer_norm(attention_output + query_states)
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None,
+                             query_states_shape=None):
+        # One output per query position (every position unless `query_states` is given).
+        return hidden_states_shape if query_states_shape is None else query_states_shape
 
     def get_config(self):
         config = super().get_config()

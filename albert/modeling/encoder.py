@@ -40,7 +40,8 @@ class AlbertEncoder(ConfiguredModel):
     then computes token 0's output alone (its keys and values still come from
     every token). That is the same arithmetic for that token with less
     work: the last block's query, output and feed-forward matmuls run on 1
-    position instead of S.
+    position instead of S. It is inference only: with `training=True` it is
+    an error.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -128,6 +129,9 @@ class AlbertEncoder(ConfiguredModel):
             raise InputError(
                 "AlbertEncoder expects a dict with 'input_word_ids' (and optionally "
                 "'input_mask', 'input_type_ids')")
+        if pooled_only and training:
+            # Dropout sites would draw different masks on token 0's shortened path.
+            raise InputError("pooled_only=True is for inference; call with training=False")
         word_ids = inputs["input_word_ids"]
         input_mask = inputs.get("input_mask")
         if input_mask is None:

@@ -92,6 +92,20 @@ def test_pooled_only_computes_the_same_pooled_output_and_logits(changes):
     assert tuple(first.shape) == (4, 1, config.hidden_size)
 
 
+def test_pooled_only_is_for_inference_and_has_the_query_shape_symbolically():
+    config = tiny_config()
+    classifier = AlbertClassifier(config, num_labels=2)
+    inputs = encoder_inputs(random_inputs(config, batch_size=2, sequence_length=6))
+    with pytest.raises(InputError, match="inference"):
+        classifier(inputs, training=True, logits_only=True)
+    attention = classifier.encoder.attention_blocks[0]
+    hidden = keras.KerasTensor((None, 6, config.hidden_size))
+    bias = keras.KerasTensor((None, 1, 1, 6))
+    assert attention(hidden, bias).shape == (None, 6, config.hidden_size)
+    first = attention(hidden, bias, query_states=keras.KerasTensor((None, 1, config.hidden_size)))
+    assert first.shape == (None, 1, config.hidden_size)
+
+
 def test_padding_tokens_do_not_change_real_positions():
     config = tiny_config()
     encoder = AlbertEncoder(config)
