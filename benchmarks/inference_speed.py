@@ -14,6 +14,9 @@ Examples/s over all sentences, each implementation in its own process (rounds
 interleaved, median reported), batch `--batch_size`:
 * `ours_keras`: the fine-tuning scripts' evaluation path (`bucketed_logits`:
   batches of similar length cut to their longest example).
+* `ours_keras_full`: the same batches through the whole model (no `logits_only`:
+  the last block computes every position, as Hugging Face does), to measure
+  what `logits_only` saves in the same run.
 * `ours_keras_xla`: the same with `--jit_compile` (XLA; lengths rounded up to
   multiples of 32 so few programs are compiled).
 * `ours_keras_bf16`: the same under `--mixed_precision=mixed_bfloat16` (bfloat16
@@ -33,6 +36,13 @@ Each implementation's prediction agreement and largest logit difference with
 `ours_keras` are reported beside its rate (random weights: logits are small, so
 the difference says more than the agreement), and the CPU's features (AVX-512, VNNI, AMX) with it: compare
 figures measured in the same run only.
+
+How close each float forward is to the hardware: `matmul_gflops_per_second`
+divides the matmul arithmetic each implementation does on these batches
+(counted from the config and the batch widths; `ours_keras` skips most of the
+last block) by its time, and `matmul_ceiling_gflops_per_second` is one
+`[256, H] x [H, I]` matmul repeated, in TensorFlow and in PyTorch, in the same
+run. An implementation near the ceiling gets faster only by doing less work.
 """
 
 import argparse
@@ -53,11 +63,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 TFLITE_MODES = ("none", "dynamic_int8", "int8", "float16")
-IMPLEMENTATIONS = ("ours_keras", "ours_keras_xla", "ours_keras_bf16",
+IMPLEMENTATIONS = ("ours_keras", "ours_keras_full", "ours_keras_xla", "ours_keras_bf16",
                    *(f"ours_tflite_{mode}" for mode in TFLITE_MODES),
                    "hf_sorted_sdpa", "hf_sorted_sdpa_bf16", "hf_sorted_int8")
 # Measured only where the CPU computes bfloat16 in hardware (emulated, it is slower than float32).
 BFLOAT16_IMPLEMENTATIONS = ("ours_keras_bf16", "hf_sorted_sdpa_bf16")
+# Float32 matmul throughput of each framework alone, measured beside the implementations.
+CEILINGS = ("tf_matmul", "torch_matmul")
+# Implementations that run exactly the sorted batches' widths (the FLOP count applies).
+EXACT_WIDTH_IMPLEMENTATIONS = ("ours_keras", "ours_keras_full", "ours_keras_bf16",
+                               "hf_sorted_sdpa", "hf_sorted_sdpa_bf16")
+# Those whose last block computes token 0 alone (`bucketed_logits`, `logits_only`).
+TOKEN0_IMPLEMENTATIONS = ("ours_keras", "ours_keras_bf16")
 
 
 def prepare(work_dir: str, max_seq_length: int, config_path: str):
@@ -114,6 +131,66 @@ def sorted_batches(features, batch_size):
         yield rows, int(lengths[rows].max())
 
 
+def matmul_flops(config: dict, features, batch_size: int, token0_last_block: bool) -> int:
+    """Multiply-add FLOPs (2 per MAC) of the classifier's matmuls on the sorted batches:
+    embedding projection, every block's projections, attention scores and context,
+    feed-forward, pooler. With `token0_last_block` the last block's query, output,
+    scores, context and feed-forward run on token 0 alone."""
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    embedding = config["embedding_size"]
+    blocks = config["num_hidden_layers"] * config.get("inner_group_num", 1)
+    total = 0
+    for rows, width in sorted_batches(features, batch_size):
+        macs = width * embedding * hidden if embedding != hidden else 0
+        full_block = 4 * width * hidden ** 2 + 2 * width ** 2 * hidden + 2 * width * hidden * inner
+        if token0_last_block:
+            last_block = 2 * width * hidden ** 2 + 2 * hidden ** 2 + 2 * width * hidden \
+                + 2 * hidden * inner
+            macs += (blocks - 1) * full_block + last_block
+        else:
+            macs += blocks * full_block
+        macs += hidden ** 2   # pooler
+        total += 2 * len(rows) * macs
+    return total
+
+
+def matmul_ceiling(framework: str, config: dict, repeats: int = 50) -> dict:
+    """GFLOP/s of a `[256, H] x [H, I]` float32 matmul repeated (median of 5 timings)."""
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    if framework == "tf_matmul":
+        import tensorflow as tf
+
+        left, right = tf.random.normal([256, hidden]), tf.random.normal([hidden, inner])
+
+        @tf.function
+        def repeated():
+            total = tf.zeros([256, inner])
+            for _ in range(repeats):
+                total += tf.matmul(left, right)
+            return total
+
+        def run():
+            repeated().numpy()
+    else:
+        import torch
+
+        left, right = torch.randn(256, hidden), torch.randn(hidden, inner)
+
+        def run():
+            with torch.no_grad():
+                for _ in range(repeats):
+                    torch.matmul(left, right)
+
+    run()
+    timings = []
+    for _ in range(5):
+        start = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - start)
+    return {"gflops_per_second": 2 * 256 * hidden * inner * repeats
+            / statistics.median(timings) / 1e9}
+
+
 def tflite_file(args, checkpoint, spm, calibration, mode) -> str:
     directory = os.path.join(args.work_dir, f"export_{args.max_seq_length}_{mode}")
     path = os.path.join(directory, "classifier.tflite")
@@ -133,6 +210,9 @@ def tflite_file(args, checkpoint, spm, calibration, mode) -> str:
 
 def run_implementation(args):
     """{"rate": examples/s, "logits": [...], ...} of one implementation, in this process."""
+    if args.impl in CEILINGS:
+        with open(args.config, encoding="utf-8") as handle:
+            return matmul_ceiling(args.impl, json.load(handle))
     features_path, checkpoint, spm, calibration = prepare(args.work_dir, args.max_seq_length,
                                                          args.config)
     features = dict(np.load(features_path))
@@ -149,7 +229,7 @@ def run_implementation(args):
         from albert.checkpoints import load_into_model
         from albert.config import AlbertConfig
         from albert.modeling import AlbertClassifier
-        from albert.tasks.finetuning import bucketed_logits
+        from albert.tasks.finetuning import bucketed_logits, bucketed_outputs
 
         import keras
 
@@ -161,7 +241,11 @@ def run_implementation(args):
         load_into_model(model, checkpoint, "tf1")
 
         def run():
-            logits_out[:] = bucketed_logits(model, features, args.batch_size, jit_compile)
+            if args.impl == "ours_keras_full":
+                logits_out[:] = bucketed_outputs(model, features, args.batch_size,
+                                                 jit_compile)["logits"]
+            else:
+                logits_out[:] = bucketed_logits(model, features, args.batch_size, jit_compile)
     elif args.impl.startswith("ours_tflite_"):
         from albert.export.tflite_runner import TFLiteRunner
 
@@ -221,6 +305,8 @@ def main():
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))
+    parser.add_argument("--matmul_ceiling", type=lambda text: text.lower() != "false",
+                        default=True, help="also measure each framework's matmul ceiling")
     parser.add_argument("--output", default=None, help="also write the report here (JSON)")
     parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(),
                                                            "albert-inference-bench"))
@@ -234,12 +320,13 @@ def main():
     from albert.training.cpu_features import cpu_features
 
     names = args.implementations.split(",")
+    ceilings = list(CEILINGS) if args.matmul_ceiling else []
     base = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
             f"--max_seq_length={args.max_seq_length}", f"--batch_size={args.batch_size}",
             f"--work_dir={args.work_dir}"]
-    runs = {name: [] for name in names}
+    runs = {name: [] for name in names + ceilings}
     for round_index in range(args.rounds):
-        for name in names:
+        for name in names + ceilings:
             if runs[name] and "skipped" in runs[name][0]:
                 continue
             output = subprocess.run(base + [f"--impl={name}"], capture_output=True, text=True)
@@ -249,8 +336,10 @@ def main():
             if "skipped" in runs[name][-1]:
                 print(f"{name}: skipped, {runs[name][-1]['skipped']}", file=sys.stderr)
                 continue
-            print(f"round {round_index + 1}/{args.rounds} {name}: "
-                  f"{runs[name][-1]['rate']:.1f} examples/s", file=sys.stderr, flush=True)
+            figure = (f"{runs[name][-1]['gflops_per_second']:.1f} GFLOP/s" if name in ceilings
+                      else f"{runs[name][-1]['rate']:.1f} examples/s")
+            print(f"round {round_index + 1}/{args.rounds} {name}: {figure}", file=sys.stderr,
+                  flush=True)
     measured = [name for name in names if "skipped" not in runs[name][0]]
     reference = np.array(runs[measured[0]][0]["logits"])
     report = {"config": os.path.basename(args.config), "max_seq_length": args.max_seq_length,
@@ -273,7 +362,19 @@ def main():
         report["details"][name] = {key: value for key, value in runs[name][0].items()
                                    if key not in ("rate", "logits")}
     rates = report["examples_per_second"]
-    for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_keras_xla", "hf_sorted_sdpa"),
+    if ceilings:
+        report["matmul_ceiling_gflops_per_second"] = {name: round(statistics.median(
+            run["gflops_per_second"] for run in runs[name]), 1) for name in ceilings}
+    with open(args.config, encoding="utf-8") as handle:
+        config = json.load(handle)
+    features = dict(np.load(os.path.join(args.work_dir, f"features_{args.max_seq_length}.npz")))
+    report["matmul_gflops_per_second"] = {
+        name: round(matmul_flops(config, features, args.batch_size,
+                                 name in TOKEN0_IMPLEMENTATIONS)
+                    * rates[name] / len(features["input_mask"]) / 1e9, 1)
+        for name in EXACT_WIDTH_IMPLEMENTATIONS if name in rates}
+    for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_keras_full", "hf_sorted_sdpa"),
+                       ("ours_keras", "ours_keras_full"), ("ours_keras_xla", "hf_sorted_sdpa"),
                        ("ours_keras_bf16", "hf_sorted_sdpa"),
                        ("ours_keras_bf16", "hf_sorted_sdpa_bf16"),
                        ("ours_tflite_none", "hf_sorted_sdpa"),
