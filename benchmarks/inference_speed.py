@@ -11,7 +11,8 @@ SentencePiece model trained on the demo corpus. One random-weight
 (converted with our name table).
 
 Examples/s over all sentences, each implementation in its own process (rounds
-interleaved, median reported), batch `--batch_size`:
+interleaved; the median of `--passes` timed passes per process, then of the
+rounds), batch `--batch_size`:
 * `ours_keras`: the fine-tuning scripts' evaluation path (`bucketed_logits`:
   batches of similar length cut to their longest example).
 * `ours_keras_full`: the same batches through the whole model (no `logits_only`:
@@ -160,17 +161,17 @@ def matmul_ceiling(framework: str, config: dict, repeats: int = 50) -> dict:
     if framework == "tf_matmul":
         import tensorflow as tf
 
-        left, right = tf.random.normal([256, hidden]), tf.random.normal([hidden, inner])
+        # A different left operand each time: the graph optimiser would compute repeats of
+        # one identical matmul once.
+        lefts, right = tf.random.normal([repeats, 256, hidden]), tf.random.normal([hidden, inner])
 
         @tf.function
-        def repeated():
-            total = tf.zeros([256, inner])
-            for _ in range(repeats):
-                total += tf.matmul(left, right)
-            return total
+        def repeated(lefts):
+            return [tf.matmul(left, right) for left in tf.unstack(lefts)]
 
         def run():
-            repeated().numpy()
+            for product in repeated(lefts):
+                product.numpy()
     else:
         import torch
 
@@ -291,10 +292,12 @@ def run_implementation(args):
                     logits_out[rows] = logits.float().numpy()
 
     run()   # warm-up: tracing, allocation
-    start = time.perf_counter()
-    run()
-    return dict(extra, rate=total / (time.perf_counter() - start),
-                logits=logits_out.tolist())
+    timings = []
+    for _ in range(args.passes):
+        start = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - start)
+    return dict(extra, rate=total / statistics.median(timings), logits=logits_out.tolist())
 
 
 def main():
@@ -304,6 +307,8 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=1,
+                        help="timed passes over the sentences per process (median taken)")
     parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))
     parser.add_argument("--matmul_ceiling", type=lambda text: text.lower() != "false",
                         default=True, help="also measure each framework's matmul ceiling")
@@ -323,6 +328,7 @@ def main():
     ceilings = list(CEILINGS) if args.matmul_ceiling else []
     base = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
             f"--max_seq_length={args.max_seq_length}", f"--batch_size={args.batch_size}",
+            f"--passes={args.passes}",
             f"--work_dir={args.work_dir}"]
     runs = {name: [] for name in names + ceilings}
     for round_index in range(args.rounds):
@@ -343,7 +349,7 @@ def main():
     measured = [name for name in names if "skipped" not in runs[name][0]]
     reference = np.array(runs[measured[0]][0]["logits"])
     report = {"config": os.path.basename(args.config), "max_seq_length": args.max_seq_length,
-              "batch_size": args.batch_size, "rounds": args.rounds,
+              "batch_size": args.batch_size, "rounds": args.rounds, "passes": args.passes,
               "cpu_features": sorted(f for f in cpu_features()
                                      if f.startswith(("avx512", "amx", "avx2", "avx_vnni"))),
               "examples_per_second": {}, "compared_with": measured[0], "prediction_agreement": {},
