@@ -94,7 +94,11 @@ def run(main):
         try:
             if "tensorflow" in sys.modules:
                 probe_tensorflow_devices()
-            return main(argv)
+            result = main(argv)
+            # A Ctrl-C a finalizer swallowed after the last check still ends the run as
+            # interrupted (exit 130), not as a success.
+            interrupts.raise_if_requested()
+            return result
         except (AlbertError, OSError) as error:
             print(f"ERROR: {error}", file=sys.stderr)
             sys.exit(1)

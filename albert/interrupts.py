@@ -6,9 +6,11 @@ many objects, run by the garbage collector), Python prints "Exception
 ignored" and drops it: the run goes on as if nothing happened. The scripts
 install `handle_ctrl_c`, which also remembers the request, and the training
 loop calls `raise_if_requested` between steps, so a dropped interrupt still
-stops the run at the next step. Since it is not lost, Python's "Exception
-ignored ... KeyboardInterrupt" message for it is not printed either: the
-user sees only the one line that reports where the run stopped.
+stops the run at the next step. Evaluation and prediction batches check it
+too, and the scripts check it once more when their work is done, so a run
+that got a Ctrl-C never ends as a success. Since it is not lost, Python's
+"Exception ignored ... KeyboardInterrupt" message for it is not printed
+either: the user sees only the one line that reports where the run stopped.
 
 Some work must finish once begun: a checkpoint whose files are on disk but
 not yet listed in the `checkpoint` state file would be invisible to the next

@@ -42,8 +42,10 @@ How close each float forward is to the hardware: `matmul_gflops_per_second`
 divides the matmul arithmetic each implementation does on these batches
 (counted from the config and the batch widths; `ours_keras` skips most of the
 last block) by its time, and `matmul_ceiling_gflops_per_second` is one
-`[256, H] x [H, I]` matmul repeated, in TensorFlow and in PyTorch, in the same
-run. An implementation near the ceiling gets faster only by doing less work.
+`[256, H] x [H, I]` float32 matmul repeated in each framework's usual way, in the
+same run: TensorFlow, 50 matmuls on different left operands in one traced
+function (its executor may overlap them); PyTorch, 50 eager calls. An
+implementation near its ceiling gets faster only by doing less work.
 """
 
 import argparse
@@ -132,17 +134,24 @@ def sorted_batches(features, batch_size):
         yield rows, int(lengths[rows].max())
 
 
-def matmul_flops(config: dict, features, batch_size: int, token0_last_block: bool) -> int:
+def matmul_flops(config_path: str, features, batch_size: int, token0_last_block: bool,
+                 always_projects: bool) -> int:
     """Multiply-add FLOPs (2 per MAC) of the classifier's matmuls on the sorted batches:
-    embedding projection, every block's projections, attention scores and context,
-    feed-forward, pooler. With `token0_last_block` the last block's query, output,
-    scores, context and feed-forward run on token 0 alone."""
-    hidden, inner = config["hidden_size"], config["intermediate_size"]
-    embedding = config["embedding_size"]
-    blocks = config["num_hidden_layers"] * config.get("inner_group_num", 1)
+    embedding projection, every block application's projections, attention scores and
+    context, feed-forward, pooler. With `token0_last_block` the last block's query, output,
+    scores, context and feed-forward run on token 0 alone. Ours has no projection when
+    E = H; Hugging Face's (`always_projects`) keeps it."""
+    from albert.config import AlbertConfig
+    from albert.modeling.sharing import sharing_plan
+
+    config = AlbertConfig.from_json_file(config_path)
+    hidden, inner = config.hidden_size, config.intermediate_size
+    embedding = config.embedding_size
+    blocks = len(sharing_plan(config).schedule)
     total = 0
     for rows, width in sorted_batches(features, batch_size):
-        macs = width * embedding * hidden if embedding != hidden else 0
+        projects = always_projects or embedding != hidden
+        macs = width * embedding * hidden if projects else 0
         full_block = 4 * width * hidden ** 2 + 2 * width ** 2 * hidden + 2 * width * hidden * inner
         if token0_last_block:
             last_block = 2 * width * hidden ** 2 + 2 * hidden ** 2 + 2 * width * hidden \
@@ -352,7 +361,8 @@ def main():
               "batch_size": args.batch_size, "rounds": args.rounds, "passes": args.passes,
               "cpu_features": sorted(f for f in cpu_features()
                                      if f.startswith(("avx512", "amx", "avx2", "avx_vnni"))),
-              "examples_per_second": {}, "compared_with": measured[0], "prediction_agreement": {},
+              "examples_per_second": {}, "examples_per_second_by_round": {},
+              "compared_with": measured[0], "prediction_agreement": {},
               "max_abs_logit_difference": {}, "details": {}}
     skipped = [name for name in names if "skipped" in runs[name][0]]
     report["skipped"] = {name: runs[name][0]["skipped"] for name in skipped}
@@ -361,6 +371,8 @@ def main():
             continue
         report["examples_per_second"][name] = round(statistics.median(
             run["rate"] for run in runs[name]), 2)
+        report["examples_per_second_by_round"][name] = [round(run["rate"], 2)
+                                                        for run in runs[name]]
         logits = np.array(runs[name][0]["logits"])
         report["prediction_agreement"][name] = float(np.mean(
             logits.argmax(-1) == reference.argmax(-1)))
@@ -371,12 +383,13 @@ def main():
     if ceilings:
         report["matmul_ceiling_gflops_per_second"] = {name: round(statistics.median(
             run["gflops_per_second"] for run in runs[name]), 1) for name in ceilings}
-    with open(args.config, encoding="utf-8") as handle:
-        config = json.load(handle)
+        report["matmul_ceiling_gflops_per_second_by_round"] = {
+            name: [round(run["gflops_per_second"], 1) for run in runs[name]]
+            for name in ceilings}
     features = dict(np.load(os.path.join(args.work_dir, f"features_{args.max_seq_length}.npz")))
     report["matmul_gflops_per_second"] = {
-        name: round(matmul_flops(config, features, args.batch_size,
-                                 name in TOKEN0_IMPLEMENTATIONS)
+        name: round(matmul_flops(args.config, features, args.batch_size,
+                                 name in TOKEN0_IMPLEMENTATIONS, name.startswith("hf_"))
                     * rates[name] / len(features["input_mask"]) / 1e9, 1)
         for name in EXACT_WIDTH_IMPLEMENTATIONS if name in rates}
     for ours, peer in (("ours_keras", "hf_sorted_sdpa"), ("ours_keras_full", "hf_sorted_sdpa"),

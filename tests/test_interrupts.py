@@ -12,6 +12,7 @@ from albert import interrupts
 @pytest.fixture
 def remembering_handler(monkeypatch):
     monkeypatch.setattr(interrupts, "_requested", False)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # handle_ctrl_c chains one
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupts.handle_ctrl_c()
     yield
@@ -85,3 +86,31 @@ def test_a_ctrl_c_swallowed_by_a_finalizer_is_remembered_and_not_printed(monkeyp
     finally:
         signal.signal(signal.SIGINT, previous)
     assert printed == [ValueError]
+
+
+SCRIPT_WHOSE_FINALIZER_SWALLOWS_A_CTRL_C = """
+import os, signal
+from albert import cli
+
+class InterruptedFinalizer:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+
+def main(argv):
+    InterruptedFinalizer()   # Python swallows the KeyboardInterrupt raised in __del__
+    print("work done")
+
+cli.run(main)
+"""
+
+
+def test_a_script_whose_ctrl_c_was_swallowed_exits_interrupted_not_successfully():
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", SCRIPT_WHOSE_FINALIZER_SWALLOWS_A_CTRL_C],
+                            capture_output=True, text=True, timeout=300,
+                            # A child started with SIGINT ignored would keep ignoring it.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert result.returncode == 130, result.stderr[-2000:]
+    assert "Interrupted:" in result.stderr
+    assert "Exception ignored" not in result.stderr

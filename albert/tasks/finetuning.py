@@ -26,7 +26,7 @@ from typing import ClassVar, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert import io
+from albert import interrupts, io
 from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights
 from albert.checkpoints.weights import find_head
 from albert.config import AlbertConfig
@@ -153,6 +153,7 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
     width = mask.shape[-1]
     outputs: Dict[str, np.ndarray] = {}
     for start in range(0, len(order), batch_size):
+        interrupts.raise_if_requested()   # a Ctrl-C a finalizer swallowed stops here
         rows = order[start:start + batch_size]
         length = width
         if trim:
