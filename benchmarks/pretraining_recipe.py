@@ -30,6 +30,8 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from albert.io import write_text_atomically  # noqa: E402  (the repository's package, above)
+
 # The demo's model shape: H=128, E=64, 4 all-shared layers, 8k vocabulary.
 DEMO_MODEL = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
               "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
@@ -230,15 +232,16 @@ def main():
     results_path = os.path.join(args.output_dir, "results.json")
     for name in names:
         run_one(name, args)
+        # Every finished run in the directory, not only this invocation's: a sweep continued
+        # with other --runs adds to the results instead of replacing them.
         results = {}
-        for done in names:
+        for done in RUNS:
             directory = os.path.join(args.output_dir, done)
             if os.path.exists(os.path.join(directory, "done")):
                 results[done] = curves(done, directory, args.batch)
-        with open(results_path, "w", encoding="utf-8") as handle:
-            json.dump({"command": " ".join(sys.argv), "base_model": DEMO_MODEL,
-                       "steps": args.steps, "batch": args.batch,
-                       "summary": summary_rows(results), "runs": results}, handle, indent=1)
+        write_text_atomically(results_path, json.dumps(
+            {"command": " ".join(sys.argv), "base_model": DEMO_MODEL, "steps": args.steps,
+             "batch": args.batch, "summary": summary_rows(results), "runs": results}, indent=1))
         plot(results, os.path.join(args.output_dir, "recipe.png"))
 
 
