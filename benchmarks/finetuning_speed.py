@@ -11,8 +11,12 @@ Evaluation examples/s, each implementation in its own process, same weights
 (converted with our name table) and batch size:
 * ours: `run_classifier.py`'s evaluation path — length-bucketed batches cut
   to their longest example, results restored to file order;
-* Hugging Face `AlbertForSequenceClassification` in eager PyTorch, batches
-  padded to 512 as its `run_glue.py` does by default (`pad_to_max_length`);
+* Hugging Face `AlbertForSequenceClassification` (SDPA) in eager PyTorch, batches
+  padded to 512 as its `run_glue.py` does by default (`pad_to_max_length`): `hf`;
+* the same with batches sorted by length and padded to their longest, what
+  `group_by_length` with dynamic padding gives, its fastest float32 CPU setting:
+  `hf_sorted` (`benchmarks/inference_speed.py` compares against it at more
+  precisions and with quantisation);
 * Model Garden: its `AlbertEncoder` + a dense classifier on the pooled
   output in a `tf.function`, padded to 512 as its GLUE data loader does.
 
@@ -30,6 +34,7 @@ import tempfile
 import time
 
 import numpy as np
+from inference_speed import sorted_batches
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,7 +93,7 @@ def eval_ours(args, features):
     return len(features["input_mask"]) / (time.perf_counter() - start)
 
 
-def eval_hf(args, features):
+def eval_hf(args, features, sorted_padding=False):
     import torch
     import transformers
 
@@ -102,14 +107,21 @@ def eval_hf(args, features):
     model.eval()
     total = len(features["input_mask"])
 
+    def batches(count):
+        subset = {name: values[:count] for name, values in features.items()}
+        if sorted_padding:
+            return sorted_batches(subset, args.batch_size)
+        width = features["input_mask"].shape[1]
+        return ((np.arange(start, min(start + args.batch_size, count)), width)
+                for start in range(0, count, args.batch_size))
+
     def run(count):
         with torch.no_grad():
-            for start in range(0, count, args.batch_size):
-                rows = slice(start, min(start + args.batch_size, count))
-                model(input_ids=torch.tensor(features["input_word_ids"][rows], dtype=torch.long),
-                      attention_mask=torch.tensor(features["input_mask"][rows], dtype=torch.long),
-                      token_type_ids=torch.tensor(features["input_type_ids"][rows],
-                                                  dtype=torch.long))
+            for rows, width in batches(count):
+                model(**{name: torch.tensor(features[key][rows][:, :width], dtype=torch.long)
+                         for name, key in (("input_ids", "input_word_ids"),
+                                           ("attention_mask", "input_mask"),
+                                           ("token_type_ids", "input_type_ids"))})
 
     run(args.batch_size)
     start = time.perf_counter()
@@ -190,6 +202,7 @@ def train_ours(args, features, bucketed):
 def measure(args):
     features = dict(np.load(prepare(args.work_dir, args.max_seq_length)))
     runners = {"ours": lambda: eval_ours(args, features), "hf": lambda: eval_hf(args, features),
+               "hf_sorted": lambda: eval_hf(args, features, sorted_padding=True),
                "model_garden": lambda: eval_model_garden(args, features),
                "train": lambda: train_ours(args, features, bucketed=False),
                "train_bucketed": lambda: train_ours(args, features, bucketed=True)}
@@ -216,7 +229,7 @@ def main():
     base = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
             f"--max_seq_length={args.max_seq_length}", f"--batch_size={args.batch_size}",
             f"--train_steps={args.train_steps}", f"--work_dir={args.work_dir}"]
-    names = ("ours", "hf", "model_garden", "train", "train_bucketed")
+    names = ("ours", "hf", "hf_sorted", "model_garden", "train", "train_bucketed")
     results = {name: [] for name in names}
     for _ in range(args.rounds):
         for name in names:
@@ -228,8 +241,10 @@ def main():
     report = {
         "config": args.config, "max_seq_length": args.max_seq_length,
         "batch_size": args.batch_size,
-        "evaluation_examples_per_second": {k: rates[k] for k in ("ours", "hf", "model_garden")},
+        "evaluation_examples_per_second": {k: rates[k] for k in ("ours", "hf", "hf_sorted",
+                                                                 "model_garden")},
         "ours_vs_hf": rates["ours"] / rates["hf"],
+        "ours_vs_hf_sorted": rates["ours"] / rates["hf_sorted"],
         "ours_vs_model_garden": rates["ours"] / rates["model_garden"],
         "training_steps_per_second": {"padded": rates["train"],
                                       "bucket_by_length": rates["train_bucketed"]},
