@@ -3,9 +3,17 @@
     python benchmarks/pretraining_recipe.py --train_file=data/train.tfrecord \
         --eval_file=data/heldout.tfrecord --output_dir=recipe --runs=lamb-0.01,adamw-0.001
 
-Each run is `run_pretraining.py` on the same records with one setting changed
-from the base (`--base_config`, `--steps`, `--batch`): the optimizer and its
-learning rate, warm-up, batch size, model shape. A run is a name from
+Each run is `run_pretraining.py` with one setting changed from the base
+(the demo's model shape, `--steps`, `--batch`, the records of `--train_file`):
+the optimizer and its learning rate, warm-up, batch size, model shape, or the
+records themselves (sequence length, vocabulary size, masking budget). A run
+that changes the records builds its own from `--corpus_dir` (the demo corpus:
+train.txt, heldout.txt) with `create_pretraining_data.py`, the base records'
+flags and its one change, under `<output_dir>/data/`. It is evaluated on the
+base held-out records (`--eval_file`) when its vocabulary is the base one, so
+its numbers compare with every other run's; a run with another vocabulary is
+evaluated on the held-out text in its own pieces, and only its sentence-order
+accuracy compares. A run is a name from
 `RUNS` below (or `all`); finished runs (a `done` marker) are skipped, a
 killed one resumes from its last checkpoint, so the sweep can run in the
 background (`nohup ... &`) and be restarted at will.
@@ -72,40 +80,108 @@ RUNS = {
     # Speed, not recipe: does bfloat16 (where the CPU has it natively) learn like float32?
     "lamb-0.01-bf16": {"optimizer": "lamb", "learning_rate": 0.01,
                        "mixed_precision": "mixed_bfloat16"},
+    # The records ("data": create_pretraining_data.py changes). Length 128 at batch 32 sees as
+    # many tokens per step as length 64 at batch 64; LAMB's rate by the square-root rule.
+    "lamb-0.007-seq128-batch32": {"optimizer": "lamb", "learning_rate": 0.007,
+                                  "train_batch_size": 32, "data": {"max_seq_length": 128},
+                                  "model": {"max_position_embeddings": 128}},
+    "lamb-0.01-vocab16k": {"optimizer": "lamb", "learning_rate": 0.01,
+                           "data": {"vocab_size": 16000}, "model": {"vocab_size": 16000}},
+    "lamb-0.01-mask0.2": {"optimizer": "lamb", "learning_rate": 0.01,
+                          "data": {"masked_lm_prob": 0.2}},
+    "lamb-0.01-mask0.3": {"optimizer": "lamb", "learning_rate": 0.01,
+                          "data": {"masked_lm_prob": 0.3}},
 }
+
+# The base records: the demo's create_pretraining_data.py settings.
+BASE_DATA = {"max_seq_length": 64, "vocab_size": 8000, "masked_lm_prob": 0.15}
+SPLIT_FLAGS = {"train": ["--dupe_factor=5"],
+               "heldout": ["--dupe_factor=4", "--nosingle_segment_random_document"]}
 
 STEP_SCALES = {"half": 0.5, "double": 2.0}
 
 
 def run_flags(settings, steps, batch):
     flags = {"train_batch_size": batch, "num_train_steps": steps}
-    flags.update({k: v for k, v in settings.items() if k not in ("model", "warmup_fraction")})
+    flags.update({k: v for k, v in settings.items()
+                  if k not in ("model", "warmup_fraction", "data")})
     if flags["num_train_steps"] in STEP_SCALES:  # the same number of examples at another batch
         flags["num_train_steps"] = int(steps * STEP_SCALES[flags["num_train_steps"]])
     flags["num_warmup_steps"] = int(settings.get("warmup_fraction", 0.1) * flags["num_train_steps"])
     return flags
 
 
+def run_checked(command, log_path):
+    print(" ".join(command), flush=True)
+    with open(log_path, "a", encoding="utf-8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+
+
+def record_files(settings, args):
+    """(train file, eval file, variant directory or None) of a run."""
+    change = settings.get("data")
+    if not change:
+        return args.train_file, args.eval_file, None
+    data = dict(BASE_DATA, **change)
+    directory = os.path.join(args.output_dir, "data", "-".join(
+        f"{key}{data[key]}" for key in sorted(change)))
+    same_pieces = data["vocab_size"] == BASE_DATA["vocab_size"]
+    return (os.path.join(directory, "train.tfrecord"),
+            args.eval_file if same_pieces else os.path.join(directory, "heldout.tfrecord"),
+            directory)
+
+
+def build_records(settings, args):
+    """Make the run's own records if it changes them (the base ones are given)."""
+    train_file, eval_file, directory = record_files(settings, args)
+    if directory is None:
+        return train_file, eval_file
+    data = dict(BASE_DATA, **settings["data"])
+    os.makedirs(directory, exist_ok=True)
+    log_path = os.path.join(directory, "log.txt")
+    spm_model = args.spm_model_file
+    if data["vocab_size"] != BASE_DATA["vocab_size"]:
+        prefix = os.path.join(directory, f"spm{data['vocab_size']}")
+        spm_model = prefix + ".model"
+        if not os.path.exists(spm_model):  # the demo's trainer, on the demo's training text
+            run_checked([sys.executable, "-m", "albert.tokenization", "train",
+                         f"--input={os.path.join(args.corpus_dir, 'train.txt')}",
+                         f"--model_prefix={prefix}", f"--vocab_size={data['vocab_size']}"],
+                        log_path)
+    predictions = max(1, round(data["max_seq_length"] * data["masked_lm_prob"]))
+    for split, target in (("train", train_file), ("heldout", eval_file)):
+        # Not there yet (the base held-out file is given); create_pretraining_data.py renames
+        # its outputs into place only when it succeeds, so an existing file is complete.
+        if not os.path.exists(target):
+            run_checked([sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+                         f"--input_file={os.path.join(args.corpus_dir, split + '.txt')}",
+                         f"--output_file={target}", f"--spm_model_file={spm_model}",
+                         f"--max_seq_length={data['max_seq_length']}",
+                         f"--max_predictions_per_seq={predictions}",
+                         f"--masked_lm_prob={data['masked_lm_prob']}", *SPLIT_FLAGS[split]],
+                        log_path)
+    return train_file, eval_file
+
+
 def run_one(name, args):
     directory = os.path.join(args.output_dir, name)
     if os.path.exists(os.path.join(directory, "done")):
         return directory
-    os.makedirs(directory, exist_ok=True)
     settings = RUNS[name]
+    train_file, eval_file = build_records(settings, args)
+    os.makedirs(directory, exist_ok=True)
     config = dict(DEMO_MODEL, **settings.get("model", {}))
     config_file = os.path.join(directory, "albert_config.json")
     with open(config_file, "w", encoding="utf-8") as handle:
         json.dump(config, handle, indent=2)
     flags = run_flags(settings, args.steps, args.batch)
     command = [sys.executable, os.path.join(REPO, "run_pretraining.py"),
-               f"--albert_config_file={config_file}", f"--input_file={args.train_file}",
-               f"--eval_file={args.eval_file}", f"--output_dir={directory}/run", "--do_train",
+               f"--albert_config_file={config_file}", f"--input_file={train_file}",
+               f"--eval_file={eval_file}", f"--output_dir={directory}/run", "--do_train",
                "--do_eval", f"--save_checkpoints_steps={args.eval_every}", "--keep_checkpoint_max=1",
                "--max_eval_steps=1000000", "--eval_batch_size=256", "--steps_per_loop=50",
                "--noprogress", *[f"--{k}={v}" for k, v in flags.items()]]
-    print(" ".join(command), flush=True)
-    with open(os.path.join(directory, "log.txt"), "a", encoding="utf-8") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+    run_checked(command, os.path.join(directory, "log.txt"))
     with open(os.path.join(directory, "done"), "w", encoding="utf-8") as handle:
         handle.write(" ".join(command) + "\n")
     return directory
@@ -187,15 +263,19 @@ def summary_rows(results):
     return rows
 
 
-def markdown_table(results, majority_share, heldout_pairs):
-    """The summary as the table of docs/pretraining.md (SOP in standard errors above chance)."""
+def markdown_table(results, heldout_counts):
+    """The summary as the table of docs/pretraining.md (SOP in standard errors above chance).
+
+    `heldout_counts(run)`: the sentence-label counts of the held-out records the run was
+    evaluated on (a run with its own vocabulary has its own)."""
     from albert.evaluation.chance import margin_in_standard_errors
 
     lines = ["| run | left the plateau at step | last step | held-out MLM loss | MLM acc | "
              "SOP acc (SE above chance) | best SOP acc |", "|---|---:|---:|---:|---:|---:|---:|"]
     for row in summary_rows(results):
-        margin = margin_in_standard_errors(row["heldout_sentence_order_accuracy"], majority_share,
-                                           heldout_pairs)
+        counts = heldout_counts(row["run"])
+        margin = margin_in_standard_errors(row["heldout_sentence_order_accuracy"],
+                                           counts.majority_share, counts.total)
         lines.append(f"| {row['run']} | {row['left_plateau_at_step'] or 'never'} | {row['step']} | "
                      f"{row['heldout_masked_lm_loss']:.3f} | "
                      f"{row['heldout_masked_lm_accuracy']:.3f} | "
@@ -210,6 +290,10 @@ def main():
     parser.add_argument("--train_file", required=True)
     parser.add_argument("--eval_file", required=True)
     parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--corpus_dir", help="the demo corpus (train.txt, heldout.txt) the base "
+                        "records were made from; needed by runs that change the records")
+    parser.add_argument("--spm_model_file", help="the base records' vocabulary; needed by runs "
+                        "that change the records")
     parser.add_argument("--runs", default="all", help=f"comma-separated: {', '.join(RUNS)}")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--batch", type=int, default=64)
@@ -222,13 +306,16 @@ def main():
 
         with open(os.path.join(args.output_dir, "results.json"), encoding="utf-8") as handle:
             results = json.load(handle)["runs"]
-        counts = sentence_label_counts(args.eval_file)
-        print(markdown_table(results, counts.majority_share, counts.total))
+        print(markdown_table(results, lambda run: sentence_label_counts(
+            record_files(RUNS[run], args)[1])))
         return
     names = list(RUNS) if args.runs == "all" else args.runs.split(",")
     unknown = [n for n in names if n not in RUNS]
     if unknown:
         parser.error(f"unknown runs: {', '.join(unknown)}")
+    if any("data" in RUNS[n] for n in names) and not (args.corpus_dir and args.spm_model_file):
+        sys.exit("ERROR: runs that change the records (" + ", ".join(
+            n for n in names if "data" in RUNS[n]) + ") need --corpus_dir and --spm_model_file")
     results_path = os.path.join(args.output_dir, "results.json")
     for name in names:
         run_one(name, args)

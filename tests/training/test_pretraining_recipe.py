@@ -1,0 +1,64 @@
+"""The recipe sweep's bookkeeping: which records and flags each run gets (no training here)."""
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "benchmarks", "pretraining_recipe.py")
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    spec = importlib.util.spec_from_file_location("pretraining_recipe", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sweep_args(tmp_path):
+    return argparse.Namespace(train_file="base/train.tfrecord", eval_file="base/heldout.tfrecord",
+                              output_dir=str(tmp_path), corpus_dir=None, spm_model_file=None)
+
+
+def test_runs_that_keep_the_pieces_are_evaluated_on_the_base_heldout_records(recipe, tmp_path):
+    args = sweep_args(tmp_path)
+    assert recipe.record_files(recipe.RUNS["lamb-0.01"], args) == (
+        "base/train.tfrecord", "base/heldout.tfrecord", None)
+    trains = set()
+    for name in ("lamb-0.007-seq128-batch32", "lamb-0.01-mask0.2", "lamb-0.01-mask0.3"):
+        train, heldout, directory = recipe.record_files(recipe.RUNS[name], args)
+        assert heldout == "base/heldout.tfrecord", name
+        assert train.startswith(str(tmp_path)) and os.path.dirname(train) == directory
+        trains.add(train)
+    assert len(trains) == 3  # each variant its own records
+
+
+def test_a_run_with_another_vocabulary_is_evaluated_in_its_own_pieces(recipe, tmp_path):
+    train, heldout, directory = recipe.record_files(recipe.RUNS["lamb-0.01-vocab16k"],
+                                                    sweep_args(tmp_path))
+    assert heldout == os.path.join(directory, "heldout.tfrecord")
+    assert recipe.RUNS["lamb-0.01-vocab16k"]["model"]["vocab_size"] == 16000
+
+
+def test_record_changes_are_not_passed_to_run_pretraining(recipe):
+    flags = recipe.run_flags(recipe.RUNS["lamb-0.007-seq128-batch32"], steps=1200, batch=64)
+    assert flags == {"train_batch_size": 32, "num_train_steps": 1200, "optimizer": "lamb",
+                     "learning_rate": 0.007, "num_warmup_steps": 120}
+    assert recipe.RUNS["lamb-0.007-seq128-batch32"]["model"]["max_position_embeddings"] == 128
+
+
+def test_a_record_changing_run_without_the_corpus_is_one_error_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--train_file=t.tfrecord", "--eval_file=h.tfrecord",
+         f"--output_dir={tmp_path}", "--runs=lamb-0.01-mask0.2"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        "ERROR: runs that change the records (lamb-0.01-mask0.2) need --corpus_dir and "
+        "--spm_model_file"]
+    assert os.listdir(tmp_path) == []
