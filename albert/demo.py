@@ -46,6 +46,17 @@ DEMO_CONFIG = {
     "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02,
 }
 
+# create_pretraining_data.py flags of the demo's records besides length and vocabulary: five
+# passes over the training text; held-out pairs never take their second segment from another
+# document, so every held-out pair is a sentence-order question.
+RECORD_FLAGS = {"train": ["--dupe_factor=5"],
+                "heldout": ["--dupe_factor=4", "--nosingle_segment_random_document"]}
+
+
+def masked_predictions(max_seq_length: int, masked_lm_prob: float = 0.15) -> int:
+    """--max_predictions_per_seq for a masking budget: that share of the sequence's pieces."""
+    return max(1, round(max_seq_length * masked_lm_prob))
+
 
 def run(command, env=None):
     printable = " ".join(shlex.quote(part) for part in command)
@@ -77,15 +88,14 @@ def main(argv=None) -> None:
     python = sys.executable
     corpus, vocab, data, run_dir = (os.path.join(out, name) for name in
                                     ("corpus", "vocab", "data", "pretraining"))
-    predictions = max(1, round(args.max_seq_length * 0.15))
+    predictions = masked_predictions(args.max_seq_length)
 
     run([python, "-m", "albert.datasets", "demo-corpus", f"--output_dir={corpus}"])
     spm_prefix = os.path.join(vocab, f"spm{args.vocab_size}")
     if not os.path.exists(spm_prefix + ".model"):
         run([python, "-m", "albert.tokenization", "train", f"--input={corpus}/train.txt",
              f"--model_prefix={spm_prefix}", f"--vocab_size={args.vocab_size}"])
-    for split, extra in (("train", ["--dupe_factor=5"]),
-                         ("heldout", ["--dupe_factor=4", "--nosingle_segment_random_document"])):
+    for split, extra in RECORD_FLAGS.items():
         target = os.path.join(data, f"{split}.tfrecord")
         if not os.path.exists(target):
             run([python, "create_pretraining_data.py", f"--input_file={corpus}/{split}.txt",

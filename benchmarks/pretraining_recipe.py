@@ -38,7 +38,8 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from albert.io import write_text_atomically  # noqa: E402  (the repository's package, above)
+from albert.demo import RECORD_FLAGS, masked_predictions  # noqa: E402  (the package, above)
+from albert.io import write_text_atomically  # noqa: E402
 
 # The demo's model shape: H=128, E=64, 4 all-shared layers, 8k vocabulary.
 DEMO_MODEL = {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
@@ -93,10 +94,8 @@ RUNS = {
                           "data": {"masked_lm_prob": 0.3}},
 }
 
-# The base records: the demo's create_pretraining_data.py settings.
+# The base records: the demo's (albert/demo.py) at length 64.
 BASE_DATA = {"max_seq_length": 64, "vocab_size": 8000, "masked_lm_prob": 0.15}
-SPLIT_FLAGS = {"train": ["--dupe_factor=5"],
-               "heldout": ["--dupe_factor=4", "--nosingle_segment_random_document"]}
 
 STEP_SCALES = {"half": 0.5, "double": 2.0}
 
@@ -148,7 +147,7 @@ def build_records(settings, args):
                          f"--input={os.path.join(args.corpus_dir, 'train.txt')}",
                          f"--model_prefix={prefix}", f"--vocab_size={data['vocab_size']}"],
                         log_path)
-    predictions = max(1, round(data["max_seq_length"] * data["masked_lm_prob"]))
+    predictions = masked_predictions(data["max_seq_length"], data["masked_lm_prob"])
     for split, target in (("train", train_file), ("heldout", eval_file)):
         # Not there yet (the base held-out file is given); create_pretraining_data.py renames
         # its outputs into place only when it succeeds, so an existing file is complete.
@@ -158,7 +157,7 @@ def build_records(settings, args):
                          f"--output_file={target}", f"--spm_model_file={spm_model}",
                          f"--max_seq_length={data['max_seq_length']}",
                          f"--max_predictions_per_seq={predictions}",
-                         f"--masked_lm_prob={data['masked_lm_prob']}", *SPLIT_FLAGS[split]],
+                         f"--masked_lm_prob={data['masked_lm_prob']}", *RECORD_FLAGS[split]],
                         log_path)
     return train_file, eval_file
 
