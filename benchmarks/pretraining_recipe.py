@@ -9,11 +9,12 @@ the optimizer and its learning rate, warm-up, batch size, model shape, or the
 records themselves (sequence length, vocabulary size, masking budget). A run
 that changes the records builds its own from `--corpus_dir` (the demo corpus:
 train.txt, heldout.txt) with `create_pretraining_data.py`, the base records'
-flags and its one change, under `<output_dir>/data/`. It is evaluated on the
-base held-out records (`--eval_file`) when its vocabulary is the base one, so
-its numbers compare with every other run's; a run with another vocabulary is
-evaluated on the held-out text in its own pieces, and only its sentence-order
-accuracy compares. A run is a name from
+flags and its one change, under `<output_dir>/data/`, held-out records
+included (in its length and pieces, masked as the base ones are). A masking
+run's held-out records are the base ones padded to more masked slots, so its
+numbers compare with every other run's; a run with another length or
+vocabulary is evaluated on held-out pairs of its own, and only its sentence-order
+accuracy and the step it left the plateau compare. A run is a name from
 `RUNS` below (or `all`); finished runs (a `done` marker) are skipped, a
 killed one resumes from its last checkpoint, so the sweep can run in the
 background (`nohup ... &`) and be restarted at will.
@@ -124,14 +125,18 @@ def record_files(settings, args):
     data = dict(BASE_DATA, **change)
     directory = os.path.join(args.output_dir, "data", "-".join(
         f"{key}{data[key]}" for key in sorted(change)))
-    same_pieces = data["vocab_size"] == BASE_DATA["vocab_size"]
     return (os.path.join(directory, "train.tfrecord"),
-            args.eval_file if same_pieces else os.path.join(directory, "heldout.tfrecord"),
-            directory)
+            os.path.join(directory, "heldout.tfrecord"), directory)
 
 
 def build_records(settings, args):
-    """Make the run's own records if it changes them (the base ones are given)."""
+    """Make the run's own records if it changes them (the base ones are given).
+
+    run_pretraining.py wants the held-out records in the training records' length and number
+    of masked slots (as the original does), so a variant gets its own held-out records. They
+    mask the base share of pieces: with the base length and vocabulary they are the base
+    held-out pairs and masks again, only padded to more slots, and a masking run's numbers
+    compare with every other run's."""
     train_file, eval_file, directory = record_files(settings, args)
     if directory is None:
         return train_file, eval_file
@@ -147,18 +152,18 @@ def build_records(settings, args):
                          f"--input={os.path.join(args.corpus_dir, 'train.txt')}",
                          f"--model_prefix={prefix}", f"--vocab_size={data['vocab_size']}"],
                         log_path)
-    predictions = masked_predictions(data["max_seq_length"], data["masked_lm_prob"])
-    for split, target in (("train", train_file), ("heldout", eval_file)):
-        # Not there yet (the base held-out file is given); create_pretraining_data.py renames
-        # its outputs into place only when it succeeds, so an existing file is complete.
+    slots = masked_predictions(data["max_seq_length"], data["masked_lm_prob"])
+    for split, target, masked_lm_prob in (("train", train_file, data["masked_lm_prob"]),
+                                          ("heldout", eval_file, BASE_DATA["masked_lm_prob"])):
+        # create_pretraining_data.py renames its outputs into place only when it succeeds, so
+        # an existing file is complete.
         if not os.path.exists(target):
             run_checked([sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
                          f"--input_file={os.path.join(args.corpus_dir, split + '.txt')}",
                          f"--output_file={target}", f"--spm_model_file={spm_model}",
                          f"--max_seq_length={data['max_seq_length']}",
-                         f"--max_predictions_per_seq={predictions}",
-                         f"--masked_lm_prob={data['masked_lm_prob']}", *RECORD_FLAGS[split]],
-                        log_path)
+                         f"--max_predictions_per_seq={slots}",
+                         f"--masked_lm_prob={masked_lm_prob}", *RECORD_FLAGS[split]], log_path)
     return train_file, eval_file
 
 

@@ -25,23 +25,19 @@ def sweep_args(tmp_path):
                               output_dir=str(tmp_path), corpus_dir=None, spm_model_file=None)
 
 
-def test_runs_that_keep_the_pieces_are_evaluated_on_the_base_heldout_records(recipe, tmp_path):
+def test_each_record_variant_has_its_own_training_and_heldout_records(recipe, tmp_path):
     args = sweep_args(tmp_path)
     assert recipe.record_files(recipe.RUNS["lamb-0.01"], args) == (
         "base/train.tfrecord", "base/heldout.tfrecord", None)
-    trains = set()
-    for name in ("lamb-0.007-seq128-batch32", "lamb-0.01-mask0.2", "lamb-0.01-mask0.3"):
+    files = set()
+    for name in ("lamb-0.007-seq128-batch32", "lamb-0.01-mask0.2", "lamb-0.01-mask0.3",
+                 "lamb-0.01-vocab16k"):
         train, heldout, directory = recipe.record_files(recipe.RUNS[name], args)
-        assert heldout == "base/heldout.tfrecord", name
-        assert train.startswith(str(tmp_path)) and os.path.dirname(train) == directory
-        trains.add(train)
-    assert len(trains) == 3  # each variant its own records
-
-
-def test_a_run_with_another_vocabulary_is_evaluated_in_its_own_pieces(recipe, tmp_path):
-    train, heldout, directory = recipe.record_files(recipe.RUNS["lamb-0.01-vocab16k"],
-                                                    sweep_args(tmp_path))
-    assert heldout == os.path.join(directory, "heldout.tfrecord")
+        assert (train, heldout) == (os.path.join(directory, "train.tfrecord"),
+                                    os.path.join(directory, "heldout.tfrecord")), name
+        assert directory.startswith(str(tmp_path))
+        files.update((train, heldout))
+    assert len(files) == 8  # no two variants share a file
     assert recipe.RUNS["lamb-0.01-vocab16k"]["model"]["vocab_size"] == 16000
 
 
