@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from albert.checkpoints.naming import count_parameters
 from albert.paper import parameter_rows
 from albert.paper.__main__ import main
@@ -232,6 +234,31 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "Gradients do not exist" not in second.stderr + _text(tmp_path / "first.log")
     intrinsic = json.loads(_text(output / "runs" / sop_cell.run_name / "intrinsic.json"))
     assert intrinsic["heldout_sop"]["examples"] > 0 and intrinsic["heldout_nsp"]["examples"] > 0
+    # `python -m albert.paper evaluate` gives any checkpoint the cells' intrinsic evaluation.
+    run_dir = output / "runs" / sop_cell.run_name
+    held_out = [str(output / "data" / f"heldout-{kind}.tfrecord") for kind in ("nsp", "sop")]
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "albert.paper", "evaluate",
+         f"--albert_config_file={run_dir / 'albert_config.json'}",
+         f"--checkpoints={run_dir / 'pretraining' / 'model.ckpt-8'}",
+         f"--records={','.join(held_out)}", f"--output={tmp_path / 'evaluated.json'}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    rows = json.loads(_text(tmp_path / "evaluated.json"))
+    assert [row["records"] for row in rows] == held_out
+    for row, kind in zip(rows, ("nsp", "sop")):
+        expected = intrinsic[f"heldout_{kind}"]
+        for key in ("masked_lm_accuracy", "sentence_order_accuracy", "examples"):
+            assert row[key] == pytest.approx(expected[key], abs=1e-6), (kind, key)
+        recall = row["recall_by_label"]  # the recalls, weighted by label shares, give accuracy
+        ones = row["sentence_order_label_one"]
+        assert (1 - ones) * recall["0"] + ones * recall["1"] == pytest.approx(
+            row["sentence_order_accuracy"])
+    again = subprocess.run(evaluated.args, cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 1 and again.stderr.strip().splitlines()[-1].startswith(
+        "ERROR: --output=") and "not overwritten" in again.stderr
+    assert json.loads(_text(tmp_path / "evaluated.json")) == rows
     markdown = _text(output / "table5.md")
     assert "| SOP | paper | 12M | 54.0 | 78.9 | 86.5 | 89.3/82.3 |" in markdown
     assert "| SOP | ours |" in markdown and "![Table 5](table5.png)" in markdown

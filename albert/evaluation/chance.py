@@ -39,6 +39,16 @@ def margin_in_standard_errors(accuracy: float, majority_share: float, examples: 
     return (accuracy - majority_share) / error if error else float("nan")
 
 
+def recall_by_label(accuracy: float, label_one_share: float, predicted_one_share: float) -> dict:
+    """Each label's recall (the share of its pairs answered correctly), from the three shares
+    an evaluation reports. Exact: with a = P(right), l = P(label 1), q = P(answer 1),
+    P(answer 1 and label 1) = (a + l + q - 1) / 2."""
+    both_one = (accuracy + label_one_share + predicted_one_share - 1) / 2
+    both_zero = accuracy - both_one
+    return {"0": both_zero / (1 - label_one_share) if label_one_share < 1 else float("nan"),
+            "1": both_one / label_one_share if label_one_share > 0 else float("nan")}
+
+
 def sentence_label_counts(records) -> LabelCounts:
     """Counts the sentence labels (`next_sentence_labels`) of pretraining records."""
     spec = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}

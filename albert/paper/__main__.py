@@ -1,4 +1,5 @@
-"""`python -m albert.paper params|reproduce` (see albert/paper/__init__.py and docs/paper.md)."""
+"""`python -m albert.paper params|reproduce|evaluate` (see albert/paper/__init__.py and
+docs/paper.md)."""
 
 import argparse
 import dataclasses
@@ -6,12 +7,15 @@ import json
 import os
 import sys
 
+from albert import io
 from albert.cli import report_interrupt
+from albert.config import AlbertConfig
 from albert.datasets.demo_corpus import require_demo_packages
 from albert.errors import AlbertError, InputError
+from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.paper.params import format_markdown, parameter_rows
 from albert.paper.report import build_report, write_report
-from albert.paper.reproduce import Reproduction
+from albert.paper.reproduce import Reproduction, evaluate_checkpoint
 from albert.paper.scales import SCALES
 from albert.paper.tables import TABLES
 
@@ -85,6 +89,44 @@ def _reproduce(args) -> int:
     return 0
 
 
+def _evaluate(args) -> int:
+    """Pretraining metrics of checkpoints on held-out record files, as a table's cells get them."""
+    if os.path.exists(args.output):
+        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
+                         "name or remove it)")
+    checkpoints = [part for part in args.checkpoints.split(",") if part]
+    records = [part for part in args.records.split(",") if part]
+    for checkpoint in checkpoints:
+        if not os.path.exists(checkpoint + ".index"):
+            raise InputError(f"--checkpoints: {checkpoint} is not a checkpoint (no "
+                             f"{checkpoint}.index)")
+    for path in records:
+        if not os.path.isfile(path):
+            raise InputError(f"--records: {path} is not a file")
+    config = AlbertConfig.from_json_file(args.albert_config_file)
+    counts = {path: sentence_label_counts(path) for path in records}
+    results = []
+    for checkpoint in checkpoints:
+        for path in records:
+            metrics = evaluate_checkpoint(checkpoint, config, path, args.eval_batch_size)
+            accuracy = metrics["sentence_order_accuracy"]
+            metrics.update(
+                majority_share=counts[path].majority_share,
+                standard_errors_above_chance=counts[path].margin(accuracy),
+                recall_by_label=recall_by_label(accuracy, metrics["sentence_order_label_one"],
+                                                metrics["sentence_order_predicted_one"]))
+            results.append({"checkpoint": checkpoint, "records": path, **metrics})
+            print(f"{checkpoint} on {path}: masked-LM accuracy "
+                  f"{metrics['masked_lm_accuracy']:.4f}, sentence accuracy {accuracy:.4f} "
+                  f"({metrics['standard_errors_above_chance']:+.1f} SE above the majority share "
+                  f"{counts[path].majority_share:.4f}), recall by label "
+                  f"{metrics['recall_by_label']['0']:.3f} / {metrics['recall_by_label']['1']:.3f}",
+                  flush=True)
+    io.write_json_atomically(args.output, results)
+    print(f"Wrote {args.output}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m albert.paper",
                                      description="Reproduce the paper's tables.")
@@ -121,9 +163,21 @@ def main(argv=None) -> int:
                            help="override the scale's pretraining batch size")
     reproduce.add_argument("--finetuning_steps", type=int, default=None,
                            help="override the scale's fine-tuning steps")
+    evaluate = commands.add_parser(
+        "evaluate", help="masked-LM and sentence accuracy of checkpoints on held-out records, "
+                         "against each set's majority share, with each label's recall")
+    evaluate.add_argument("--albert_config_file", required=True)
+    evaluate.add_argument("--checkpoints", required=True,
+                          help="comma-separated checkpoint prefixes (model.ckpt-N)")
+    evaluate.add_argument("--records", required=True,
+                          help="comma-separated pretraining record files (e.g. a held-out NSP "
+                               "set and a held-out SOP set)")
+    evaluate.add_argument("--output", required=True, help="JSON file to write (must not exist)")
+    evaluate.add_argument("--eval_batch_size", type=int, default=256)
     args = parser.parse_args(argv)
     try:
-        return _params(args) if args.command == "params" else _reproduce(args)
+        return {"params": _params, "reproduce": _reproduce,
+                "evaluate": _evaluate}[args.command](args)
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1

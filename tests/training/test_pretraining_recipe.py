@@ -58,3 +58,47 @@ def test_a_record_changing_run_without_the_corpus_is_one_error_line(tmp_path):
         "ERROR: runs that change the records (lamb-0.01-mask0.2) need --corpus_dir and "
         "--spm_model_file"]
     assert os.listdir(tmp_path) == []
+
+
+def test_a_masking_runs_heldout_records_are_the_base_ones_padded(recipe, tmp_path,
+                                                                synthetic_corpus):
+    """So a masking run's held-out numbers compare with every other run's."""
+    import shutil
+
+    import tensorflow as tf
+
+    corpus, model = synthetic_corpus
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    for split in ("train", "heldout"):
+        shutil.copy(corpus, corpus_dir / f"{split}.txt")
+    base_heldout = str(tmp_path / "base-heldout.tfrecord")
+    subprocess.run([sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+                    f"--input_file={corpus}", f"--output_file={base_heldout}",
+                    f"--spm_model_file={model}", "--max_seq_length=64",
+                    "--max_predictions_per_seq=10", *recipe.RECORD_FLAGS["heldout"]],
+                   check=True, capture_output=True, cwd=REPO)
+    args = argparse.Namespace(train_file="unused", eval_file=base_heldout,
+                              output_dir=str(tmp_path / "sweep"), corpus_dir=str(corpus_dir),
+                              spm_model_file=model)
+    train, heldout = recipe.build_records(recipe.RUNS["lamb-0.01-mask0.2"], args)
+    assert os.path.exists(train) and heldout != base_heldout
+
+    def read(path, slots):
+        spec = {"input_ids": tf.io.FixedLenFeature([64], tf.int64),
+                "masked_lm_positions": tf.io.FixedLenFeature([slots], tf.int64),
+                "masked_lm_ids": tf.io.FixedLenFeature([slots], tf.int64),
+                "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
+        return [{k: v.numpy().tolist() for k, v in tf.io.parse_single_example(r, spec).items()}
+                for r in tf.data.TFRecordDataset(path)]
+
+    base, padded = read(base_heldout, 10), read(heldout, 13)
+    assert len(base) == len(padded) > 100
+    for before, after in zip(base, padded):
+        assert after["input_ids"] == before["input_ids"]
+        assert after["next_sentence_labels"] == before["next_sentence_labels"]
+        for key in ("masked_lm_positions", "masked_lm_ids"):
+            assert after[key] == before[key] + [0, 0, 0]
+    # The training records mask a fifth of the pieces: up to 13 per sequence, not 10.
+    trained = read(train, 13)
+    assert max(sum(1 for p in r["masked_lm_positions"] if p) for r in trained) == 13
