@@ -26,7 +26,6 @@ downloaded.
 """
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -35,6 +34,7 @@ import sys
 from albert import io
 from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, LabelCounts
 from albert.training.cpu_features import resolve_mixed_precision
+from albert.training.run_directory import read_train_log
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -132,8 +132,7 @@ def main(argv=None) -> None:
     run([python, "-m", "albert.paper", "params"])
 
     results = io.read_json(os.path.join(run_dir, "eval_results.json"))
-    log = [json.loads(line) for line in io.read_text(os.path.join(run_dir, "train_log.jsonl"))
-           .splitlines()]
+    log = read_train_log(run_dir)
     first = sum(r["masked_lm_loss"] for r in log[:50]) / len(log[:50])
     last = sum(r["masked_lm_loss"] for r in log[-50:]) / len(log[-50:])
     final = results["evaluations"][-1]

@@ -54,7 +54,7 @@ def test_the_content_blind_loss_is_the_entropy_of_the_answer_positions():
 
 def test_a_loss_above_the_content_blind_loss_is_flagged_from_the_log(tmp_path):
     log = tmp_path / "train_log.jsonl"
-    check = degenerate.ContentBlindLoss(2.0, str(log))
+    check = degenerate.ContentBlindLoss(2.0, str(tmp_path))  # reads the run's step log
     assert check.observe_evaluation(10, {}) is None  # no log yet: nothing to judge
     log.write_text("".join(json.dumps({"step": s, "loss": 4.0 - 0.01 * s}) + "\n"
                            for s in range(1, 101)))

@@ -7,7 +7,6 @@ we have no data for says so ("no data"); nothing is filled in from
 elsewhere.
 """
 
-import json
 import os
 from typing import Dict, List, Optional
 
@@ -15,6 +14,7 @@ from albert import io
 from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, sentence_label_counts
 from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
 from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
+from albert.training.run_directory import read_train_log
 
 NO_DATA = "no data"
 DEMO_NOTE = ("SST-2 and STS-B here are the demo's GLUE-format stand-ins (`python -m albert.datasets "
@@ -197,9 +197,8 @@ def plot(report: dict, path: str) -> None:
     bars.legend(fontsize=7)
     bars.set_title(f"Table {report['table']} at scale {report['scale']}")
     for row in rows:
-        log_path = os.path.join(row["run_dir"], "pretraining", "train_log.jsonl")
-        if io.exists(log_path):
-            records = [json.loads(line) for line in io.read_text(log_path).splitlines() if line]
+        records = read_train_log(os.path.join(row["run_dir"], "pretraining"))
+        if records:
             steps = [record["step"] for record in records]
             values = [record["masked_lm_loss"] for record in records]
             losses.plot(steps, _moving_average(values, 25), label=row["cell"], linewidth=1)

@@ -30,11 +30,9 @@ from albert.evaluation import squad_decoding, squad_metrics
 from albert.modeling import AlbertSquadV1, AlbertSquadV2
 from albert.tasks.finetuning import (TOKEN_FEATURES, FineTuningTask, bucketed_outputs,
                                      record_lengths, trim_to_longest)
-from albert import io
 from albert.training import degenerate
 from albert.training.diagnostics import Diagnostics
 from albert.training.inputs import TaskInput
-from albert.training.run_directory import TRAIN_LOG
 
 logger = logging.getLogger("albert")
 
@@ -207,7 +205,7 @@ class SquadTask(FineTuningTask):
         squad_decoding.write_prediction_files(evaluation.output_dir, decoded, predictions)
         return scores, predictions
 
-    def evaluate(self, model, config):
+    def evaluate(self, model, config, strategy=None):
         if self.evaluation is None:
             return None
         scores, predictions = self._predict_and_score(model, config.eval_batch_size,
@@ -225,7 +223,7 @@ class SquadTask(FineTuningTask):
         checks = [degenerate.NoAnswers()]
         if self.train_cache is not None:
             checks.append(degenerate.ContentBlindLoss(
-                self.blind_loss(), io.join(config.output_dir, TRAIN_LOG)))
+                self.blind_loss(), config.output_dir))
         return Diagnostics(checks, diagnostic_metrics=degenerate.SQUAD_METRICS)
 
     def blind_loss(self, max_records: int = 20000) -> float:

@@ -24,14 +24,13 @@ with the dev metrics, and the trainer keeps them out of the journal's
 metrics (eval_results.txt keeps the original's lines).
 """
 
-import json
 import math
 from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from albert import io
 from albert.training.diagnostics import Check, Finding, unigram_cross_entropy
+from albert.training.run_directory import read_train_log
 
 TOP_SHARE = "predicted_top_share"          # share of the most frequent answer
 TOP_ANSWER = "predicted_top_answer"        # that answer (class or option index)
@@ -138,21 +137,19 @@ def position_prior_loss(start_positions, end_positions, is_impossible=None) -> f
 class ContentBlindLoss(Check):
     """The training loss up to an evaluated step has not gone below `blind_loss` − `margin`.
 
-    Reads the run's train_log.jsonl (so a resumed run sees its whole
+    Reads the step log of the run in `output_dir`
+    (`run_directory.read_train_log`, so a resumed run sees its whole
     history): the loss is the mean of the last tenth of the steps (1 to 50
     of them) up to the evaluated step.
     """
 
-    def __init__(self, blind_loss: float, train_log: str, margin: float = 0.1):
+    def __init__(self, blind_loss: float, output_dir: str, margin: float = 0.1):
         self.blind_loss = blind_loss
-        self.train_log = train_log
+        self.output_dir = output_dir
         self.margin = margin
 
     def _recent_loss(self, step: int) -> Optional[float]:
-        if not io.exists(self.train_log):
-            return None
-        losses = [record["loss"] for record in map(json.loads,
-                                                   io.read_text(self.train_log).splitlines())
+        losses = [record["loss"] for record in read_train_log(self.output_dir)
                   if record["step"] <= step]
         if not losses:
             return None

@@ -1,14 +1,24 @@
 """The files of a run directory besides checkpoints: logs, evaluation journal, locks.
 
-* `train_log.jsonl`: one JSON object per step; a resumed run drops the
-  lines after its checkpoint and writes them again.
+* `train_log.jsonl`: one JSON object per step (`json.dumps(record,
+  sort_keys=True)`, one a line); a resumed run drops the lines after its
+  checkpoint and writes them again. On object stores (`gs://`, any path with
+  a scheme, `io.is_remote`) an append re-uploads the whole object, so there
+  the step log is kept in memory and written by `RunDirectory.flush_logs()`
+  (after every checkpoint, and when the run ends) as one new object per
+  flush: `train_log-<step>.jsonl` (see `part_name`), `<step>` being the
+  last step in the part, zero-padded to 9 digits so the names sort by step.
+  `read_train_log(output_dir)` reads `train_log.jsonl` and the parts as one
+  log; read the log with it, not the file.
 * `eval_results.json`: the evaluation journal — every evaluated checkpoint
   and the best one. It is rewritten atomically *before* `model.ckpt-best` is
   updated, and a run repairs `model.ckpt-best` from it on start, so a run
   killed at any point evaluates every checkpoint exactly once and never
   leaves a half-copied best checkpoint. `eval_results.txt` (the original's
   `key = value` lines) is regenerated from the journal.
-* `tensorboard/{train,eval}`: summaries, created on first use.
+* `tensorboard/{train,eval}`: summaries, created on first use. On object
+  stores the training summaries are written at each `flush_logs()`, each
+  flush into a new event file (written once, never re-uploaded).
 * run files (e.g. `albert_config.json`): written once all checks of a run
   have passed; a later run into the same directory must bring identical
   ones, or it is refused before anything is written.
@@ -22,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 from typing import Dict, List, Optional
 
@@ -33,6 +44,12 @@ from albert.errors import InputError
 logger = logging.getLogger("albert")
 
 TRAIN_LOG = "train_log.jsonl"
+# The parts of the step log on object stores: "train_log-000001200.jsonl" holds
+# steps up to 1200 (its last record's step), after those of the previous part.
+TRAIN_LOG_PART = re.compile(r"train_log-(\d+)\.jsonl")
+# On object stores a run that is not flushed for this many steps (checkpoints
+# far apart) writes a part anyway, to bound the memory the log holds.
+MAX_BUFFERED_STEPS = 10000
 EVAL_JSON = "eval_results.json"
 EVAL_TXT = "eval_results.txt"
 TENSORBOARD = "tensorboard"
@@ -90,6 +107,10 @@ class RunDirectory:
         self.is_chief = is_chief
         self._writers = {}
         self._locks: List[RunLock] = []
+        # On object stores the step log waits here for `flush_logs()`;
+        # elsewhere every call of `log_steps` appends to train_log.jsonl.
+        self._buffered = io.is_remote(output_dir)
+        self._pending: List[dict] = []
 
     def path(self, name: str) -> str:
         return io.join(self.output_dir, name)
@@ -125,40 +146,97 @@ class RunDirectory:
             self._locks.append(lock)
 
     def unlock(self) -> None:
-        for lock in self._locks:
-            lock.release()
-        self._locks = []
-        for writer in self._writers.values():
-            writer.close()
-        self._writers = {}
+        """Ends the run's use of the directory (also on errors and interrupts): writes the
+        step log still in memory (`flush_logs`), releases the locks, closes the writers."""
+        try:
+            self.flush_logs()
+        finally:
+            for lock in self._locks:
+                lock.release()
+            self._locks = []
+            for writer in self._writers.values():
+                writer.close()
+            self._writers = {}
 
     # ----------------------------------------------------------- train log
     def truncate_train_log(self, step: int) -> None:
-        """Drops log lines after `step` (a resumed run writes them again)."""
-        path = self.path(TRAIN_LOG)
-        if not self.is_chief or not io.exists(path):
+        """Drops log records after `step` (a resumed run writes them again).
+
+        In `train_log.jsonl` (rewritten, as ever) and in the parts: a part
+        whose records all come after `step` is removed; one that straddles
+        `step` is rewritten atomically with the records up to `step`, under
+        the name of its new last step (then the old name is removed, so a
+        later part of the resumed run can never take its name and replace
+        it); the parts before `step` are not read.
+        """
+        self._pending = [record for record in self._pending if record["step"] <= step]
+        if not self.is_chief:
             return
-        kept = [line for line in io.read_text(path).splitlines(True)
-                if line.strip() and json.loads(line)["step"] <= step]
-        io.write_text_atomically(path, "".join(kept))
+        path = self.path(TRAIN_LOG)
+        if io.exists(path):
+            kept = [line for line in io.read_text(path).splitlines(True)
+                    if line.strip() and json.loads(line)["step"] <= step]
+            io.write_text_atomically(path, "".join(kept))
+        for last, part in _train_log_parts(self.output_dir):
+            if last <= step:
+                continue
+            kept = [record for record in _read_records(part) if record["step"] <= step]
+            if kept:
+                new_part = self.path(part_name(max(record["step"] for record in kept)))
+                io.write_text_atomically(new_part, _jsonl(kept))
+                if new_part != part:
+                    io.remove(part)
+            else:
+                io.remove(part)
 
     def log_steps(self, records: List[dict]) -> None:
+        """Logs one JSON record per step (and their numbers to TensorBoard).
+
+        Local directories: appended to `train_log.jsonl` at once, summaries
+        flushed. Object stores: kept in memory until `flush_logs()` (or
+        `MAX_BUFFERED_STEPS` of them), which writes them as a new part.
+        """
         if not self.is_chief or not records:
             return
+        if self._buffered:
+            self._pending.extend(records)
+            if len(self._pending) >= MAX_BUFFERED_STEPS:
+                self.flush_logs()
+            return
         with io.open_file(self.path(TRAIN_LOG), "a") as handle:
-            handle.write("".join(json.dumps(record, sort_keys=True) + "\n" for record in records))
+            handle.write(_jsonl(records))
         self._scalars("train", records)
+
+    def flush_logs(self) -> None:
+        """Writes what `log_steps` holds in memory: on object stores, the records since the
+        last flush as a new part `part_name(<last step>)` and their summaries as a new
+        TensorBoard event file; nothing is rewritten, so the cost is that of the new
+        records. Local directories: flushes the TensorBoard writers (already flushed).
+        Called after every checkpoint and by `unlock()`; the records leave memory only
+        once their part is written."""
+        if self._pending:
+            records = self._pending
+            io.write_text_atomically(
+                self.path(part_name(max(record["step"] for record in records))),
+                _jsonl(records))
+            self._pending = []  # written: a failure below must not write them twice
+            # A writer of its own for these records, closed at once: each flush
+            # makes one event file, written whole once.
+            writer = tf.summary.create_file_writer(io.join(self.output_dir, TENSORBOARD,
+                                                           "train"))
+            try:
+                _write_scalars(writer, records)
+            finally:
+                writer.close()
+        for writer in self._writers.values():
+            writer.flush()
 
     def _scalars(self, kind: str, records: List[dict]) -> None:
         writer = self._writers.get(kind)
         if writer is None:
             writer = self._writers[kind] = tf.summary.create_file_writer(
                 io.join(self.output_dir, TENSORBOARD, kind))
-        with writer.as_default():
-            for record in records:
-                for key, value in record.items():
-                    if key != "step" and isinstance(value, (int, float)):
-                        tf.summary.scalar(key, value, step=record["step"])
+        _write_scalars(writer, records)
         writer.flush()
 
     # ---------------------------------------------------------- evaluation
@@ -249,6 +327,59 @@ class RunDirectory:
             lines += [f"{key} = {value}" for key, value in sorted(final["metrics"].items())]
             lines.append(f"best perf happened at step: {final['where']}")
         io.write_text_atomically(self.path(EVAL_TXT), "\n".join(lines) + "\n")
+
+
+def part_name(last_step: int) -> str:
+    """The name of the part of the step log whose last record is step `last_step`:
+    `train_log-000001200.jsonl` (9 digits, more past 999,999,999)."""
+    return f"train_log-{last_step:09d}.jsonl"
+
+
+def read_train_log(output_dir: str) -> List[dict]:
+    """The step log of a run: the records of `train_log.jsonl` and of its parts
+    (`train_log-<last step>.jsonl`, written on object stores), sorted by step.
+
+    Records still in the memory of a running trainer (on object stores,
+    those since its last `flush_logs()`) are not in it. [] when there is no log.
+    """
+    records = []
+    path = io.join(output_dir, TRAIN_LOG)
+    if io.exists(path):
+        records.extend(_read_records(path))
+    for _, part in _train_log_parts(output_dir):
+        records.extend(_read_records(part))
+    records.sort(key=lambda record: record["step"])  # stable: train_log.jsonl first
+    return records
+
+
+def _train_log_parts(output_dir: str) -> List[tuple]:
+    """(last step, path) of each part of the step log in `output_dir`, by step."""
+    if not io.isdir(output_dir):
+        return []
+    parts = []
+    for name in io.listdir(output_dir):
+        match = TRAIN_LOG_PART.fullmatch(name)
+        if match:
+            parts.append((int(match.group(1)), io.join(output_dir, name)))
+    return sorted(parts)
+
+
+def _read_records(path: str) -> List[dict]:
+    return [json.loads(line) for line in io.split_lines(io.read_text(path)) if line.strip()]
+
+
+def _jsonl(records: List[dict]) -> str:
+    return "".join(json.dumps(record, sort_keys=True) + "\n" for record in records)
+
+
+def _write_scalars(writer, records: List[dict]) -> None:
+    """The numbers of `records` (all but the step) as scalar summaries at their step.
+    Leaving `as_default()` flushes the writer."""
+    with writer.as_default():
+        for record in records:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    tf.summary.scalar(key, value, step=record["step"])
 
 
 def _as_json(text: str):
