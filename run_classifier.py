@@ -127,7 +127,7 @@ def run_once():
         raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
                          "MNLI-trained --init_checkpoint")
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
-    strategy, strategy_name = finetuning_cli.create_strategy()
+    strategy = finetuning_cli.create_strategy()
     dropouts = {}
     if FLAGS.task_preset:
         preset = apply_preset(glue_task.name)
@@ -152,7 +152,7 @@ def run_once():
     # The run directory and the training settings are checked before any file is written.
     directory = finetuning_cli.check_output_dir(task)
     trainer = finetuning_cli.make_trainer(
-        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
         warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate,
         optimizer=FLAGS.optimizer, train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.eval_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,

@@ -38,7 +38,7 @@ from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
-from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+from albert.training.optimization import create_optimizer
 
 # Imported after `albert`, which quiets TensorFlow's C++ start-up lines before TensorFlow loads.
 import keras  # noqa: E402
@@ -96,9 +96,12 @@ flags.DEFINE_integer("plateau_window_steps", 0,
 distribute.define_flags()
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION,
                   "Mixed precision policy; mixed_float16 uses dynamic loss scaling.")
-flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+flags.DEFINE_bool("jit_compile", None,
+                  "Compile the training step with XLA (default: on with GPUs and TPUs, off on "
+                  "CPUs; --nojit_compile turns it off).")
 flags.DEFINE_integer("steps_per_loop", None,
-                     "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
+                     "Steps per call into the graph (default: --iterations_per_loop on TPUs, 100 "
+                     "on GPUs, 1 on CPUs).")
 flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
                   "Format of --init_checkpoint.")
 flags.DEFINE_integer("random_seed", 12345,
@@ -157,24 +160,21 @@ def main(argv):
     task.check_inputs()  # bad input fails here, before anything is written
 
     keras.utils.set_random_seed(FLAGS.random_seed)
-    steps_per_loop = FLAGS.steps_per_loop or (
-        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
-    schedule = AlbertLearningRateSchedule(FLAGS.learning_rate, FLAGS.num_train_steps,
-                                          FLAGS.num_warmup_steps, FLAGS.start_warmup_step,
-                                          FLAGS.poly_power)
+    steps_per_loop, jit_compile = distribute.loop_settings(
+        strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
     trainer = Trainer(
         task, strategy,
         TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
                       train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
                       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
                       keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
-                      max_eval_steps=FLAGS.max_eval_steps, jit_compile=FLAGS.jit_compile,
+                      max_eval_steps=FLAGS.max_eval_steps, jit_compile=jit_compile,
                       mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
                       random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size),
         make_optimizer=lambda names: create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             FLAGS.start_warmup_step, FLAGS.poly_power, variable_names=names),
-        variable_names=variable_names_for, learning_rate=schedule)
+        variable_names=variable_names_for)
 
     logging.info("TensorBoard logs: tensorboard --logdir=%s",
                  io.join(FLAGS.output_dir, "tensorboard"))

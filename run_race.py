@@ -114,7 +114,7 @@ def run_once():
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     levels = selected_levels(FLAGS.middle_only, FLAGS.high_only)
     check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
-    strategy, strategy_name = finetuning_cli.create_strategy()
+    strategy = finetuning_cli.create_strategy()
     config = finetuning_cli.load_config(FLAGS.max_seq_length)
     tokenizer = finetuning_cli.load_tokenizer(config, FLAGS.vocab_file, FLAGS.spm_model_file,
                                               FLAGS.do_lower_case)
@@ -131,7 +131,7 @@ def run_once():
     # The run directory and the training settings are checked before any file is written.
     directory = finetuning_cli.check_output_dir(task)
     trainer = finetuning_cli.make_trainer(
-        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+        task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
         warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate, optimizer="adamw",
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,

@@ -155,7 +155,7 @@ def run_once():
     """One run: the original's run_squad.py, with the flags as they are."""
     version_2 = FLAGS.version_2_with_negative
     head = "squad_v2" if version_2 else "squad_v1"
-    strategy, strategy_name = finetuning_cli.create_strategy()
+    strategy = finetuning_cli.create_strategy()
     config = finetuning_cli.load_config(FLAGS.max_seq_length)
     tokenizer = finetuning_cli.load_tokenizer(config, None, FLAGS.spm_model_file,
                                               FLAGS.do_lower_case)
@@ -215,7 +215,7 @@ def run_once():
     if evaluation is not None and not scorable:
         task.evaluation = None  # nothing to score checkpoints by
     trainer = finetuning_cli.make_trainer(
-        task, strategy, strategy_name, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
+        task, strategy, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
         warmup_step=int(train_step * FLAGS.warmup_proportion), learning_rate=FLAGS.learning_rate,
         optimizer="adamw", train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.predict_batch_size,

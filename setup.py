@@ -3,6 +3,7 @@
     pip install -e .            # the library and scripts
     pip install -e ".[demo]"    # + the offline demo corpus (python -m albert.demo)
     pip install -e ".[onnx]"    # + ONNX export (python -m albert.export --onnx)
+    pip install -e ".[gpu]"     # + the CUDA libraries TensorFlow needs on NVIDIA GPUs
     pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
 """
 
@@ -45,6 +46,8 @@ setup(
     extras_require={
         "demo": DEMO_REQUIREMENTS,
         "onnx": ONNX_REQUIREMENTS,
+        # TensorFlow's own CUDA extra, at the pinned version (docs/accelerators.md).
+        "gpu": ["tensorflow[and-cuda]==2.20.*"],
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.

@@ -24,7 +24,7 @@ from absl import app, flags
 from albert import interrupts
 from albert.native_logs import filtered_stderr
 from albert.config import AlbertConfig
-from albert.errors import AlbertError, RunInterrupted
+from albert.errors import AlbertError, RunInterrupted, RunPreempted
 
 # Lines TensorFlow's C++ runtime prints while enumerating devices on a machine
 # without a usable GPU; they are not errors of the run.
@@ -102,9 +102,13 @@ def run(main):
         except (AlbertError, OSError) as error:
             print(f"ERROR: {error}", file=sys.stderr)
             sys.exit(1)
+        except RunPreempted as preempted:
+            print(f"Preempted: {preempted}", file=sys.stderr)
+            sys.exit(143)
 
     _drop_tensorflow_test_callbacks()
     interrupts.handle_ctrl_c()
+    interrupts.handle_termination()
     try:
         app.run(guarded_main)
     except KeyboardInterrupt as interrupt:

@@ -26,6 +26,12 @@ class TrainingDivergedError(AlbertError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
+class RunPreempted(Exception):
+    """SIGTERM (a preemptible VM's or a TPU's maintenance notice) stopped a run after
+    saving a checkpoint at the step reached; the message names it. The scripts print it
+    as one line and exit with status 143 (128 + SIGTERM)."""
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run; the message says where it stopped and how it goes on.
 

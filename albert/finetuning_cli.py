@@ -18,7 +18,7 @@ from albert.errors import CheckpointMismatchError, InputError
 from albert.training import distribute
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
-from albert.training.optimization import AlbertLearningRateSchedule, create_optimizer
+from albert.training.optimization import create_optimizer
 from albert.training.run_directory import EVAL_JSON, EVAL_TXT, RunDirectory
 
 FLAGS = flags.FLAGS
@@ -42,9 +42,12 @@ def define_runtime_flags() -> None:
     """Flags added to the original's: strategy, precision, XLA, seed, initial weights."""
     distribute.define_flags()
     flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
-    flags.DEFINE_bool("jit_compile", False, "Compile the training step and evaluation with XLA.")
+    flags.DEFINE_bool("jit_compile", None,
+                      "Compile the training step and evaluation with XLA (default: on with GPUs "
+                      "and TPUs, off on CPUs; --nojit_compile turns it off).")
     flags.DEFINE_integer("steps_per_loop", None,
-                         "Steps per call into the graph (default 1; --iterations_per_loop on TPU).")
+                         "Steps per call into the graph (default: --iterations_per_loop on TPUs, "
+                         "100 on GPUs, 1 on CPUs).")
     flags.DEFINE_integer("random_seed", 12345,
                          "Seed of the input order, dropout and initialisation.")
     flags.DEFINE_enum("init_checkpoint_format", "auto", ["auto", *format_names()],
@@ -77,10 +80,10 @@ BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
 
 
 def create_strategy():
-    """(strategy, its name) from --strategy / --use_tpu / --tpu / --tpu_name."""
+    """The strategy from --strategy / --use_tpu / --tpu / --tpu_name."""
     tpu = FLAGS.tpu or FLAGS.tpu_name
     name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
-    return distribute.create_strategy(name, tpu, FLAGS.cpu_devices), name
+    return distribute.create_strategy(name, tpu, FLAGS.cpu_devices)
 
 
 def load_config(max_seq_length: int, **dropouts):
@@ -213,27 +216,26 @@ def prediction_weights(output_dir: str, init_checkpoint: Optional[str], config, 
     return weights, source
 
 
-def make_trainer(task, strategy, strategy_name: str, *, output_dir: str, train_step: int,
+def make_trainer(task, strategy, *, output_dir: str, train_step: int,
                  warmup_step: int, learning_rate: float, optimizer: str, train_batch_size: int,
                  eval_batch_size: int, save_checkpoints_steps: int, keep_checkpoint_max: int):
     """The one training loop, configured from the script's flags."""
     keras.utils.set_random_seed(FLAGS.random_seed)
-    steps_per_loop = FLAGS.steps_per_loop or (
-        FLAGS.iterations_per_loop if strategy_name == "tpu" else 1)
+    steps_per_loop, jit_compile = distribute.loop_settings(
+        strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
     return Trainer(
         task, strategy,
         TrainerConfig(output_dir=output_dir, num_train_steps=train_step,
                       train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
                       save_checkpoints_steps=save_checkpoints_steps,
                       keep_checkpoint_max=keep_checkpoint_max, steps_per_loop=steps_per_loop,
-                      jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+                      jit_compile=jit_compile, mixed_precision=FLAGS.mixed_precision,
                       show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
                       bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
         make_optimizer=lambda names: create_optimizer(
             optimizer, learning_rate, train_step, warmup_step, variable_names=names,
             bias_correction=FLAGS.adam_bias_correction),
-        variable_names=variable_names_for,
-        learning_rate=AlbertLearningRateSchedule(learning_rate, train_step, warmup_step))
+        variable_names=variable_names_for)
 
 
 def train_and_evaluate(trainer, do_train: bool, do_eval: bool) -> Optional[dict]:

@@ -31,6 +31,7 @@ import sys
 
 _requested = False
 _deferring = False
+_termination_requested = False
 
 
 def _on_sigint(signum, frame):
@@ -53,6 +54,39 @@ def deferred():
         _deferring = outer
     if not outer:
         raise_if_requested()
+
+
+def _on_sigterm(signum, frame):
+    global _termination_requested
+    _termination_requested = True
+
+
+def handle_termination() -> None:
+    """Installs a SIGTERM handler that only remembers the request.
+
+    Spot / preemptible VMs, TPU maintenance and cluster schedulers send
+    SIGTERM some seconds before they kill a process. The training loop
+    checks `termination_requested()` after every host loop, saves a
+    checkpoint at the step reached and ends the run (all workers together:
+    see `albert.training.loop`). A process whose SIGTERM handler is not the
+    default keeps its own."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_sigterm):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def handle_termination_again() -> None:
+    """Installs the SIGTERM handler once more if `handle_termination` installed it.
+
+    The training loop calls this once its strategy exists: under
+    MultiWorkerMirroredStrategy TensorFlow's coordination service sets a
+    SIGTERM handler of its own in C++ (its preemption notifier), which
+    replaces Python's without Python knowing."""
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def termination_requested() -> bool:
+    return _termination_requested
 
 
 def handle_ctrl_c() -> None:

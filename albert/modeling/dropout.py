@@ -12,33 +12,57 @@ same masks on one device, on several replicas and on several workers, and
 training with dropout on is identical for every topology.
 
 The hash is `lowbias32` (a 32-bit integer finaliser with good avalanche)
-evaluated in int32 with wrapping multiplication, which TensorFlow (with and
+evaluated with wrapping 32-bit multiplication, which TensorFlow (with and
 without XLA), PyTorch, JAX and NumPy all compute identically. It costs a
 few integer operations per element, far less than the matrix products
 around it.
+
+On the TensorFlow backend the per-element arithmetic runs in uint32, the
+other backends use int32; the bits, and so the masks, are the same. Why:
+TensorFlow's GPU kernels for int32 arithmetic keep their tensors in host
+memory (int32 is TensorFlow's "shape" type), so an int32 hash of a
+`[batch, heads, seq, seq]` attention mask would cross PCIe several times
+per layer when a GPU runs without XLA; uint32 has device-memory GPU
+kernels for every operation used here. Per-example seeds (`[batch]`) stay
+int32.
 """
 
 import keras
 from keras import ops
 
 _MULTIPLIER_1 = 0x7FEB352D
-_MULTIPLIER_2 = 0x846CA68B - (1 << 32)   # as int32
-_GOLDEN = 0x9E3779B9 - (1 << 32)         # as int32
+_MULTIPLIER_2 = 0x846CA68B
+_GOLDEN = 0x9E3779B9
 _KEEP_BITS = 24
 
 
+def _constant(value: int, dtype: str):
+    """A 32-bit pattern as a scalar of `dtype` ("int32": the two's-complement value)."""
+    if dtype == "int32" and value >= 1 << 31:
+        value -= 1 << 32
+    return ops.cast(value, dtype)
+
+
 def _shift_right(x, bits):
-    """Logical right shift of int32 values (the backends shift arithmetically)."""
-    return ops.bitwise_and(ops.right_shift(x, bits), (1 << (32 - bits)) - 1)
+    """Logical right shift of 32-bit values (the backends shift int32 arithmetically)."""
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    return ops.bitwise_and(ops.right_shift(x, _constant(bits, dtype)),
+                           _constant((1 << (32 - bits)) - 1, dtype))
 
 
 def mix32(x):
-    """The lowbias32 integer hash of an int32 tensor (wrapping arithmetic)."""
+    """The lowbias32 integer hash of an int32 or uint32 tensor (wrapping arithmetic)."""
+    dtype = keras.backend.standardize_dtype(x.dtype)
     x = ops.bitwise_xor(x, _shift_right(x, 16))
-    x = ops.multiply(x, ops.cast(_MULTIPLIER_1, "int32"))
+    x = ops.multiply(x, _constant(_MULTIPLIER_1, dtype))
     x = ops.bitwise_xor(x, _shift_right(x, 15))
-    x = ops.multiply(x, ops.cast(_MULTIPLIER_2, "int32"))
+    x = ops.multiply(x, _constant(_MULTIPLIER_2, dtype))
     return ops.bitwise_xor(x, _shift_right(x, 16))
+
+
+def _mask_dtype() -> str:
+    """The dtype of the per-element hash (uint32 on TensorFlow: see the module docstring)."""
+    return "uint32" if keras.backend.backend() == "tensorflow" else "int32"
 
 
 def derive_seeds(seeds, salt: int):
@@ -72,12 +96,16 @@ def dropout_keep_mask(shape, seeds, rate: float):
     size = 1
     for dimension in per_example:
         size = size * dimension
-    element = ops.reshape(ops.arange(size, dtype="int32"), per_example)
-    element = ops.multiply(element, ops.cast(_GOLDEN, "int32"))
-    key = ops.reshape(ops.cast(seeds, "int32"), [-1] + [1] * len(per_example))
-    bits = mix32(ops.add(mix32(key), element))
+    dtype = _mask_dtype()
+    # int64 range: TensorFlow's int32 range on a GPU writes its output to host memory.
+    element = ops.reshape(ops.cast(ops.arange(size, dtype="int64" if dtype == "uint32"
+                                              else "int32"), dtype), per_example)
+    element = ops.multiply(element, _constant(_GOLDEN, dtype))
+    key = mix32(ops.cast(ops.reshape(ops.cast(seeds, "int32"), [-1] + [1] * len(per_example)),
+                         dtype))
+    bits = mix32(ops.add(key, element))
     threshold = int(round(rate * (1 << _KEEP_BITS)))
-    return ops.greater_equal(_shift_right(bits, 32 - _KEEP_BITS), threshold)
+    return ops.greater_equal(_shift_right(bits, 32 - _KEEP_BITS), _constant(threshold, dtype))
 
 
 @keras.saving.register_keras_serializable(package="albert")

@@ -69,6 +69,10 @@ class AlbertEmbeddings(keras.layers.Layer):
             raise InputError(
                 f"Sequence length {sequence_length} exceeds max_position_embeddings "
                 f"{self.max_position_embeddings}; shorten the input (e.g. --max_seq_length).")
+        if keras.backend.backend() == "tensorflow":
+            # The lookup's index arithmetic in int64: TensorFlow's int32 kernels
+            # on a GPU work in host memory (see albert.modeling.dropout).
+            input_word_ids = ops.cast(input_word_ids, "int64")
         embedded = self.word_embeddings(input_word_ids)
         # The token-type table has a handful of rows: a one-hot product (as the
         # original's TPU path and Model Garden do) gives the same values as a

@@ -74,9 +74,15 @@ def pretraining_metric_sums(outputs, features):
     Returns `{name: (total, count)}`; summing both over batches and dividing
     gives the original's streaming metrics: `masked_lm_accuracy` and
     `masked_lm_loss` weighted by `masked_lm_weights`, `sentence_order_accuracy`
-    and `sentence_order_loss` averaged over examples.
+    and `sentence_order_loss` averaged over examples. Rows whose
+    `example_weights` (given for padded evaluation batches) are 0 count in
+    no sum.
     """
-    weights = ops.cast(features["masked_lm_weights"], "float32")
+    example_weights = features.get("example_weights")
+    if example_weights is None:
+        example_weights = ops.ones(ops.shape(features["next_sentence_labels"])[:1], "float32")
+    example_weights = ops.cast(ops.reshape(example_weights, (-1,)), "float32")
+    weights = ops.cast(features["masked_lm_weights"], "float32") * example_weights[:, None]
     mlm_logits = outputs["mlm_logits"]
     mlm_ids = ops.cast(features["masked_lm_ids"], "int32")
     mlm_correct = ops.cast(ops.equal(ops.cast(ops.argmax(mlm_logits, axis=-1), "int32"), mlm_ids),
@@ -88,17 +94,17 @@ def pretraining_metric_sums(outputs, features):
     sop_correct = ops.cast(
         ops.equal(ops.cast(ops.argmax(sop_logits, axis=-1), "int32"), sop_labels), "float32")
     sop_losses = _cross_entropy(sop_logits, sop_labels)
-    num_examples = ops.cast(ops.shape(sop_labels)[0], "float32")
+    num_examples = ops.sum(example_weights)
 
     weight_total = ops.sum(weights)
+    predicted_one = ops.cast(ops.equal(ops.argmax(sop_logits, axis=-1), 1), "float32")
     return {
         "masked_lm_accuracy": (ops.sum(weights * mlm_correct), weight_total),
         "masked_lm_loss": (ops.sum(weights * mlm_losses), weight_total),
-        "sentence_order_accuracy": (ops.sum(sop_correct), num_examples),
-        "sentence_order_loss": (ops.sum(sop_losses), num_examples),
+        "sentence_order_accuracy": (ops.sum(example_weights * sop_correct), num_examples),
+        "sentence_order_loss": (ops.sum(example_weights * sop_losses), num_examples),
         # For the one-label check of the training loop's diagnostics.
-        "sentence_order_predicted_one": (
-            ops.sum(ops.cast(ops.equal(ops.argmax(sop_logits, axis=-1), 1), "float32")),
-            num_examples),
-        "sentence_order_label_one": (ops.sum(ops.cast(sop_labels, "float32")), num_examples),
+        "sentence_order_predicted_one": (ops.sum(example_weights * predicted_one), num_examples),
+        "sentence_order_label_one": (
+            ops.sum(example_weights * ops.cast(sop_labels, "float32")), num_examples),
     }

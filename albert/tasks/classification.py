@@ -77,7 +77,7 @@ class ClassificationTask(FineTuningTask):
             return {"loss": tf.reduce_sum(per_example) / normalizers["examples"]}
         return {"loss": self.softmax_loss(logits, labels, normalizers)}
 
-    def evaluate(self, model, config):
+    def evaluate(self, model, config, strategy=None):
         if self.eval_cache is None:
             return None
         regression = self.glue_task.is_regression

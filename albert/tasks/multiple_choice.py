@@ -74,7 +74,7 @@ class MultipleChoiceTask(FineTuningTask):
     def losses(self, outputs, features, normalizers):
         return {"loss": self.softmax_loss(outputs["logits"], features["label_ids"], normalizers)}
 
-    def evaluate(self, model, config):
+    def evaluate(self, model, config, strategy=None):
         if self.eval_cache is None:
             return None
         features = self.eval_features()

@@ -1,9 +1,18 @@
-"""The tf.distribute strategy a run uses, from flags (`--strategy`, `--tpu`).
+"""The tf.distribute strategy a run uses, from flags (`--strategy`, `--tpu`), and the
+loop settings that suit its devices.
 
-`auto` picks a TPU when `--tpu` is given (or one is attached), several
-workers when TF_CONFIG lists them, all local GPUs when there are several, one
-GPU, or the CPU. No home-made distribution: every scale-out is a
-`tf.distribute` strategy.
+`auto` picks a TPU when `--tpu` is given or one is attached to this machine
+(a TPU VM: found by `TPUClusterResolver("local")`), several workers when
+TF_CONFIG lists them, all local GPUs when there are several, one GPU, or the
+CPU. A TPU that is named or attached but cannot be reached ends the run with
+one error line: it never falls back to training on the host CPU. No
+home-made distribution: every scale-out is a `tf.distribute` strategy.
+
+Loop defaults (`loop_settings`): on TPUs, `--iterations_per_loop` steps per
+host call; on GPUs 100 (a host round trip per step costs a GPU about as much
+as a small model's step); on CPUs 1 (nothing to gain, and the progress bar
+moves every step). XLA is on by default on GPUs and TPUs and off on CPUs,
+where it was measured slower (docs/accelerators.md).
 """
 
 import dataclasses
@@ -41,13 +50,30 @@ def define_flags() -> None:
                          "mirrored without GPUs (testing distributed training).")
 
 
+GPU_STEPS_PER_LOOP = 100
+# Signs of a TPU VM: the TPU runtime's device files and the variables its image sets.
+TPU_VM_DEVICE_FILES = ("/dev/accel0", "/dev/vfio/0")
+TPU_VM_ENVIRONMENT = ("TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "TPU_SKIP_MDS_QUERY")
+
+
+def attached_tpu() -> Optional[str]:
+    """The TPU this machine has without `--tpu`: "local" on a TPU VM, $TPU_NAME, or None."""
+    if os.environ.get("TPU_NAME"):
+        return os.environ["TPU_NAME"]
+    if (any(os.path.exists(path) for path in TPU_VM_DEVICE_FILES)
+            or any(os.environ.get(name) for name in TPU_VM_ENVIRONMENT)):
+        return "local"
+    return None
+
+
 def _tpu_strategy(tpu: Optional[str]):
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, tf.errors.OpError) as error:
-        raise InputError(f"Cannot connect to TPU {tpu or '(auto)'}: {error}") from None
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"Cannot connect to TPU {tpu or '(auto)'}: {reason}") from None
     return tf.distribute.TPUStrategy(resolver)
 
 
@@ -71,6 +97,7 @@ def create_strategy(name: str = "auto", tpu: Optional[str] = None, cpu_devices: 
         split_cpu(cpu_devices)
     gpus = tf.config.list_physical_devices("GPU")
     if name == "auto":
+        tpu = tpu or attached_tpu()
         if tpu:
             name = "tpu"
         elif _cluster_workers() > 1:
@@ -91,6 +118,27 @@ def create_strategy(name: str = "auto", tpu: Optional[str] = None, cpu_devices: 
     logger.info("Distribution strategy: %s with %d replica(s)", type(strategy).__name__,
                 strategy.num_replicas_in_sync)
     return strategy
+
+
+def is_tpu(strategy) -> bool:
+    return isinstance(strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
+
+
+def uses_gpus(strategy) -> bool:
+    """True when the strategy's replicas are GPUs."""
+    devices = getattr(strategy.extended, "worker_devices", ())
+    return any("GPU" in device.upper() for device in devices)
+
+
+def loop_settings(strategy, steps_per_loop: Optional[int], iterations_per_loop: int,
+                  jit_compile: Optional[bool]):
+    """(steps per host call, XLA on?) from the flags, defaults by device (module docstring)."""
+    if steps_per_loop is None:
+        steps_per_loop = (iterations_per_loop if is_tpu(strategy) else
+                          GPU_STEPS_PER_LOOP if uses_gpus(strategy) else 1)
+    if jit_compile is None:
+        jit_compile = is_tpu(strategy) or uses_gpus(strategy)
+    return steps_per_loop, jit_compile
 
 
 @dataclasses.dataclass(frozen=True)

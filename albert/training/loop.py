@@ -39,14 +39,18 @@ import tensorflow as tf
 
 from albert import interrupts
 from albert.checkpoints import model_variables
-from albert.errors import AlbertError, InputError, RunInterrupted, TrainingDivergedError
+from albert.errors import (AlbertError, InputError, RunInterrupted, RunPreempted,
+                           TrainingDivergedError)
 from albert.records.tfrecord import find_corruption
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.diagnostics import Diagnostics
 from albert.training.distribute import worker_info
-from albert.training.inputs import TaskInput, distributed_training_dataset, evaluation_dataset
+from albert.training.evaluation import MetricSumsEvaluation
+from albert.training.inputs import TaskInput, distributed_training_dataset
 from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
+from albert.training.replica_step import (agreement_function, replica_values,
+                                          train_steps_function)
 from albert.training.run_directory import RunDirectory
 
 logger = logging.getLogger("albert")
@@ -101,30 +105,24 @@ class Task(abc.ABC):
         """Checks that say when the run is not learning (`albert.training.diagnostics`)."""
         return None
 
-    def evaluate(self, model, config: "TrainerConfig") -> Optional[dict]:
+    def evaluate(self, model, config: "TrainerConfig", strategy=None) -> Optional[dict]:
         """Metrics of `model` on the held-out data; None without held-out data.
 
         The default sums `metric_sums` over the first `max_eval_steps`
-        batches of `eval_input()`; tasks whose metrics are not sums over
-        examples (correlations) override it.
+        batches of `eval_input()` on the replicas of `strategy`
+        (`albert.training.evaluation`; None: the default device), compiled
+        once per run; tasks whose metrics are not sums over examples
+        (correlations, SQuAD's answer spans) override it and evaluate on the
+        host's default device.
         """
-        dataset = evaluation_dataset(self.eval_input(), config.eval_batch_size,
-                                     config.max_eval_steps)
-        if dataset is None:
+        if self.eval_input() is None:
             return None
-
-        @tf.function(jit_compile=config.jit_compile)
-        def eval_step(batch):
-            return self.metric_sums(model(batch, training=False), batch)
-
-        totals: Dict[str, list] = {}
-        for batch in dataset:
-            for name, (total, count) in eval_step(batch).items():
-                entry = totals.setdefault(name, [0.0, 0.0])
-                entry[0] += float(total)
-                entry[1] += float(count)
-        return {name: total / count if count else float("nan")
-                for name, (total, count) in totals.items()}
+        evaluation = getattr(self, "_metric_sums_evaluation", None)
+        if evaluation is None or evaluation.model is not model or (
+                strategy is not None and evaluation.strategy is not strategy):
+            evaluation = MetricSumsEvaluation(self, model, strategy, config.jit_compile)
+            self._metric_sums_evaluation = evaluation
+        return evaluation(config.eval_batch_size, config.max_eval_steps)
 
 
 @dataclasses.dataclass
@@ -175,7 +173,6 @@ class Trainer:
       make_optimizer: `variable_names -> keras optimizer` ({path: original name}).
       variable_names: `model -> {variable path: original name}` for the
         optimizer's weight-decay exclusions.
-      learning_rate: `step -> learning rate`, for the logs.
 
     Example:
         trainer = Trainer(task, create_strategy("auto"), TrainerConfig(...), make_optimizer,
@@ -183,8 +180,7 @@ class Trainer:
         trainer.train(do_eval=True)
     """
 
-    def __init__(self, task: Task, strategy, config: TrainerConfig, make_optimizer, variable_names,
-                 learning_rate=None):
+    def __init__(self, task: Task, strategy, config: TrainerConfig, make_optimizer, variable_names):
         config.validate()
         replicas = strategy.num_replicas_in_sync
         if config.train_batch_size % replicas:
@@ -195,7 +191,6 @@ class Trainer:
         self.config = config
         self.make_optimizer = make_optimizer
         self.variable_names = variable_names
-        self.learning_rate = learning_rate or (lambda step: float("nan"))
         self.worker = worker_info(strategy)
         self.checkpoints = TrainingCheckpoints(config.output_dir, config.keep_checkpoint_max,
                                                self.worker.is_chief)
@@ -230,50 +225,35 @@ class Trainer:
         run_files = self.task.run_files()
         self.directory.check_run_files(run_files)
         step = self.checkpoints.latest_step()
+        if self.worker.count > 1:
+            self._check_workers_share_output_dir(step)
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)
         self.directory.lock(*locks)
         self.directory.write_run_files(run_files)
         return step
 
+    def _check_workers_share_output_dir(self, step: Optional[int]) -> None:
+        """Refuses (on every worker) a cluster whose workers see different checkpoints.
+
+        Only the chief writes; a worker whose --output_dir is not the chief's
+        (a local path on each machine, say) would resume from another step,
+        or from nothing, and train on other data than the rest.
+        """
+        steps = replica_values(self.strategy, -1 if step is None else step)
+        if len(set(steps)) > 1:
+            def shown(value):
+                return "none" if value < 0 else str(value)
+
+            raise InputError(
+                f"The workers see different checkpoints in --output_dir={self.config.output_dir} "
+                f"(the chief: {shown(steps[0])}, this worker: {shown(-1 if step is None else step)}"
+                "): every worker needs the same output directory (a shared file system or "
+                "gs://)")
+
     def _train_function(self, model, optimizer, iterator):
-        task, strategy = self.task, self.strategy
-        variables = model.trainable_variables
-        scales_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-
-        def forward_backward(features, normalizers):
-            with tf.GradientTape() as tape:
-                outputs = model(features, training=True)
-                losses = task.losses(outputs, features, normalizers)
-                objective = optimizer.scale_loss(losses["loss"]) if scales_loss else losses["loss"]
-            return losses, tape.gradient(objective, variables)
-
-        if self.config.jit_compile:
-            forward_backward = tf.function(forward_backward, jit_compile=True)
-
-        def replica_step(features):
-            context = tf.distribute.get_replica_context()
-            normalizers = {name: context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-                           for name, value in task.loss_normalizers(features).items()}
-            losses, gradients = forward_backward(features, normalizers)
-            # Variables the objective does not reach (the sentence head under
-            # --nosentence_objective) have no gradient: they are left as they are,
-            # as Keras would, without its warning on every trace.
-            used = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-            optimizer.apply([g for g, _ in used], [v for _, v in used])
-            return losses
-
-        @tf.function
-        def train_steps(num_steps):
-            arrays = {name: tf.TensorArray(tf.float32, size=num_steps) for name in task.loss_names}
-            for index in tf.range(num_steps):
-                per_replica = strategy.run(replica_step, args=(next(iterator),))
-                arrays = {name: arrays[name].write(index, tf.cast(strategy.reduce(
-                    tf.distribute.ReduceOp.SUM, per_replica[name], axis=None), tf.float32))
-                          for name in task.loss_names}
-            return {name: array.stack() for name, array in arrays.items()}
-
-        return train_steps
+        return train_steps_function(self.task, self.strategy, model, optimizer, iterator,
+                                    self.config.jit_compile, self.task.loss_names)
 
     # ------------------------------------------------------------ training
     def train(self, do_eval: bool = False) -> Optional[dict]:
@@ -323,21 +303,26 @@ class Trainer:
     def _train_steps(self, step, model, optimizer, do_eval, train_steps, task_input, diagnostics,
                      progress):
         config = self.config
+        # SIGTERM on any worker stops every worker at the same step.
+        interrupts.handle_termination_again()
+        stop_agreement = (agreement_function(self.strategy) if self.worker.count > 1
+                          else bool)
         last_eval = None
         while step < config.num_train_steps:
             next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
             count = min(config.steps_per_loop, next_save - step, config.num_train_steps - step)
             start = time.time()
             with _run_errors(step, task_input):
-                losses = {name: value.numpy()
+                # The one read of the device per host loop: every step's losses
+                # and learning rate, gathered on the device.
+                values = {name: value.numpy().tolist()
                           for name, value in train_steps(tf.constant(count)).items()}
             seconds = time.time() - start
-            records = []
-            for offset in range(count):
-                values = {name: float(array[offset]) for name, array in losses.items()}
-                records.append(dict(values, step=step + offset + 1,
-                                    learning_rate=float(self.learning_rate(step + offset)),
-                                    examples_per_second=config.train_batch_size * count / seconds))
+            losses = {name: values[name] for name in self.task.loss_names}
+            records = [dict({name: column[offset] for name, column in values.items()},
+                            step=step + offset + 1,
+                            examples_per_second=config.train_batch_size * count / seconds)
+                       for offset in range(count)]
             bad = [r for r in records if not all(math.isfinite(r[k]) for k in losses)]
             if bad:
                 self.directory.log_steps(records[:records.index(bad[0])])
@@ -356,14 +341,22 @@ class Trainer:
                 progress.set_postfix(loss=f"{records[-1]['loss']:.4f}",
                                      lr=f"{records[-1]['learning_rate']:.2e}", refresh=False)
                 progress.update(count)
-            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+            preempted = stop_agreement(interrupts.termination_requested())
+            if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
+                    or preempted):
                 global_step = int(optimizer.iterations.numpy())
                 if global_step != step:
                     raise RuntimeError(f"global_step {global_step} != loop step {step}")
                 self.checkpoints.save(step, model, optimizer)
-                if do_eval and self.worker.is_chief:
+                self.directory.flush_logs()
+                # A preempted run has seconds left: its checkpoint is evaluated
+                # when the same command resumes (every checkpoint is, once).
+                if do_eval and self.worker.is_chief and not preempted:
                     last_eval = self.evaluate_and_track(step, model)
                 self.checkpoints.prune(self._unevaluated() if do_eval else ())
+            if preempted:
+                raise RunPreempted(f"SIGTERM at step {step}: saved {self.checkpoints.prefix(step)}"
+                                   "; the same command resumes from it")
         return last_eval
 
     def _unevaluated(self):
@@ -385,8 +378,11 @@ class Trainer:
 
     # ---------------------------------------------------------- evaluation
     def evaluate(self, model) -> Optional[dict]:
+        # Under several workers only the chief evaluates: not on the strategy,
+        # whose collectives would wait for the others.
+        strategy = self.strategy if self.worker.count == 1 else None
         with _run_errors(None, self.task.eval_input()):
-            return self.task.evaluate(model, self.config)
+            return self.task.evaluate(model, self.config, strategy)
 
     def evaluate_and_track(self, step: int, model) -> Optional[dict]:
         """Evaluates the model at `step`, journals it, then updates model.ckpt-best."""

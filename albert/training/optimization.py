@@ -84,6 +84,10 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
     """Shared state of ALBERT's AdamW and LAMB: slots m, v, exclusions, clipping."""
 
     use_trust_ratio = False
+    #: True when the caller applies gradients already summed across replicas
+    #: (the training loop does, so that mixed_float16's finiteness check sees
+    #: the sum); False: `apply` sums them, as Keras optimizers do.
+    gradients_summed_by_caller = False
 
     def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-6, clip_norm=1.0, bias_correction: bool = False,
@@ -141,6 +145,9 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         # Keras sums gradients across replicas inside its update; the clip must
         # come after that sum, so this runs the same steps with the clip in
         # between: all-reduce, clip, per-variable update on every replica.
+        # The training loop sums the gradients itself, before the loss-scale
+        # decision (albert.training.replica_step), and sets
+        # `gradients_summed_by_caller`: then they are not summed twice.
         import tensorflow as tf  # inside: only the TensorFlow backend takes this path
 
         # Embedding gradients arrive as IndexedSlices with repeated rows; the
@@ -148,7 +155,9 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         # original's update did (keras.ops leaves IndexedSlices as they are).
         grads = [tf.convert_to_tensor(g) for g in grads]
         variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
-        reduced = self._all_reduce_sum_gradients(list(zip(grads, variables)))
+        reduced = list(zip(grads, variables))
+        if not self.gradients_summed_by_caller:
+            reduced = self._all_reduce_sum_gradients(reduced)
         clipped = clip_by_global_norm([g for g, _ in reduced], self.clip_norm)
         tf.__internal__.distribute.interim.maybe_merge_call(
             self._distributed_tf_update_step, self._distribution_strategy,
