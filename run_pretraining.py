@@ -31,7 +31,7 @@ silently skipped some).
 
 from absl import flags, logging
 
-from albert import cli, io
+from albert import cli, io, memory
 from albert.checkpoints import format_names
 from albert.errors import InputError
 from albert.pretraining_data.schema import load_data_contract
@@ -94,6 +94,7 @@ flags.DEFINE_integer("plateau_window_steps", 0,
                      "not gone below the loss of a context-free unigram predictor for this many "
                      "steps; 0: a fifth of --num_train_steps, at least 200.")
 distribute.define_flags()
+memory.define_flags()
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION,
                   "Mixed precision policy; mixed_float16 uses dynamic loss scaling.")
 flags.DEFINE_bool("jit_compile", None,
@@ -162,6 +163,12 @@ def main(argv):
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop, jit_compile = distribute.loop_settings(
         strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
+    too_large = memory.fit_warning(
+        config, lengths["max_seq_length"], lengths["max_predictions_per_seq"],
+        FLAGS.train_batch_size, strategy, FLAGS.gradient_accumulation_steps, FLAGS.rematerialize,
+        FLAGS.mixed_precision)
+    if too_large:
+        logging.warning(too_large)
     trainer = Trainer(
         task, strategy,
         TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
@@ -170,7 +177,9 @@ def main(argv):
                       keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
                       max_eval_steps=FLAGS.max_eval_steps, jit_compile=jit_compile,
                       mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
-                      random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size),
+                      random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+                      rematerialize=FLAGS.rematerialize),
         make_optimizer=lambda names: create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             FLAGS.start_warmup_step, FLAGS.poly_power, variable_names=names),

@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 import keras
 from absl import flags, logging
 
-from albert import cli, io, restarts, tokenization
+from albert import cli, io, memory, restarts, tokenization
 from albert.checkpoints import format_names, read_checkpoint, read_weights
 from albert.errors import CheckpointMismatchError, InputError
 from albert.training import distribute
@@ -41,6 +41,7 @@ def define_tpu_flags() -> None:
 def define_runtime_flags() -> None:
     """Flags added to the original's: strategy, precision, XLA, seed, initial weights."""
     distribute.define_flags()
+    memory.define_flags()
     flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
     flags.DEFINE_bool("jit_compile", None,
                       "Compile the training step and evaluation with XLA (default: on with GPUs "
@@ -223,6 +224,12 @@ def make_trainer(task, strategy, *, output_dir: str, train_step: int,
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop, jit_compile = distribute.loop_settings(
         strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
+    too_large = memory.fit_warning(
+        task.config, task.max_seq_length, 0, train_batch_size, strategy,
+        FLAGS.gradient_accumulation_steps, FLAGS.rematerialize, FLAGS.mixed_precision,
+        getattr(task, "num_choices", None) or 1)
+    if too_large:
+        logging.warning(too_large)
     return Trainer(
         task, strategy,
         TrainerConfig(output_dir=output_dir, num_train_steps=train_step,
@@ -231,7 +238,9 @@ def make_trainer(task, strategy, *, output_dir: str, train_step: int,
                       keep_checkpoint_max=keep_checkpoint_max, steps_per_loop=steps_per_loop,
                       jit_compile=jit_compile, mixed_precision=FLAGS.mixed_precision,
                       show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
-                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0),
+                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+                      rematerialize=FLAGS.rematerialize),
         make_optimizer=lambda names: create_optimizer(
             optimizer, learning_rate, train_step, warmup_step, variable_names=names,
             bias_correction=FLAGS.adam_bias_correction),

@@ -2,7 +2,8 @@
 
     python benchmarks/accelerator_step.py                       # small, base, large; defaults
     python benchmarks/accelerator_step.py --models=base --seq_length=512 --batch_size=32
-    python benchmarks/accelerator_step.py --compare_compilation # CPU: before/after of the loop
+    python benchmarks/accelerator_step.py --models=tiny,base --compare_compilation
+                                        # before/after of the loop's compilation
 
 Runs the training loop's own device step (`albert.training.replica_step`:
 forward, backward, summed gradients, global-norm clip, LAMB) over one fixed
@@ -57,7 +58,7 @@ PEAK_TFLOPS = {
     "TPU v5 lite": {"bfloat16": 197.0},
     "TPU v5p": {"bfloat16": 459.0},
 }
-MODELS = {"small": None, "base": "albert_base_v2.json", "large": "albert_large_v2.json",
+MODELS = {"tiny": "tiny.json", "small": None, "base": "albert_base_v2.json", "large": "albert_large_v2.json",
           "xlarge": "albert_xlarge_v2.json", "xxlarge": "albert_xxlarge_v2.json"}
 # `small`: ALBERT-base's shape at a quarter of the width (a quick figure on any device).
 SMALL = {"hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024,
@@ -157,11 +158,15 @@ def measure(args):
         task, strategy, model, optimizer, iter(dataset), jit_compile, task.loss_names,
         whole_step=None if args.whole_step < 0 else bool(args.whole_step))
     float(train_steps(tf.constant(steps_per_loop))["loss"][-1])  # trace, compile, warm up
+    # Each timing covers the same number of steps whatever the steps per call;
+    # every call's losses are read, as the training loop reads them.
+    calls = max(1, -(-args.timed_steps // steps_per_loop))
     timings = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        float(train_steps(tf.constant(steps_per_loop))["loss"][-1])
-        timings.append((time.perf_counter() - start) / steps_per_loop)
+        for _ in range(calls):
+            float(train_steps(tf.constant(steps_per_loop))["loss"][-1])
+        timings.append((time.perf_counter() - start) / (calls * steps_per_loop))
     seconds = statistics.median(timings)
     flops = forward_flops(config, args.batch_size, args.seq_length, args.predictions).training
     compute = "bfloat16" if precision != "none" else "float32"
@@ -203,7 +208,8 @@ def main():
                         choices=("auto", "none", "mixed_bfloat16", "mixed_float16"))
     parser.add_argument("--steps_per_loop", type=int, default=None,
                         help="default: the loop's default for the device")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per variant")
+    parser.add_argument("--repeats", type=int, default=3, help="timings per variant (median)")
+    parser.add_argument("--timed_steps", type=int, default=20, help="steps per timing")
     parser.add_argument("--compare_compilation", action="store_true",
                         help="before/after of the loop's compilation, side by side")
     parser.add_argument("--output", default=None, help="also write the report here (JSON)")
@@ -217,7 +223,8 @@ def main():
 
     base = [sys.executable, os.path.abspath(__file__), f"--batch_size={args.batch_size}",
             f"--seq_length={args.seq_length}", f"--predictions={args.predictions}",
-            f"--precision={args.precision}", f"--repeats={args.repeats}"]
+            f"--precision={args.precision}", f"--repeats={args.repeats}",
+            f"--timed_steps={args.timed_steps}"]
     loop = [] if args.steps_per_loop is None else [f"--steps_per_loop={args.steps_per_loop}"]
     results = []
     for model in args.models.split(","):

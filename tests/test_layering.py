@@ -24,7 +24,7 @@ LAYERS = [
     {"pretraining_data", "finetuning_data", "datasets"},
     {"checkpoints"},
     {"training"},
-    {"tasks", "squad"},
+    {"tasks", "squad", "memory"},
     {"export", "finetuning_cli"},
     {"paper", "demo"},
     # `python -m albert.run_classifier` etc.: the original's documented commands, which run

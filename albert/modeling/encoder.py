@@ -1,5 +1,7 @@
 """The ALBERT encoder: embeddings, factorised projection, shared blocks, pooler."""
 
+import functools
+
 import keras
 from keras import ops
 
@@ -42,6 +44,13 @@ class AlbertEncoder(ConfiguredModel):
     work: the last block's query, output and feed-forward matmuls run on 1
     position instead of S. It is inference only: with `training=True` it is
     an error.
+
+    Setting `rematerialize = True` (a training setting, not part of the
+    config; `--rematerialize`) recomputes each block application's
+    activations in the backward pass instead of storing them (`keras.remat`):
+    the stored activations shrink to one `[B, S, H]` tensor per application.
+    The dropout masks are functions of the example seeds, so the recomputed
+    pass is the stored one exactly and the gradients do not change.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -107,6 +116,7 @@ class AlbertEncoder(ConfiguredModel):
             dtype=self.dtype_policy,
             name="pooler")
         self.uses_dropout = max(config.hidden_dropout_prob, config.attention_probs_dropout_prob) > 0
+        self.rematerialize = False
         # Only for training calls that bring no seeds of their own.
         self.seed_generator = (keras.random.SeedGenerator()
                                if self.uses_dropout else None)
@@ -151,18 +161,27 @@ class AlbertEncoder(ConfiguredModel):
             hidden_states = self.embedding_projection(hidden_states)
         attention_bias = attention_bias_from_mask(input_mask, hidden_states.dtype)
 
+        def apply_block(states, application, attention_index, ffn_index, query_states=None):
+            states = self.attention_blocks[attention_index](
+                states, attention_bias, training=training,
+                dropout_seeds=site_seeds(2 * application + 1), query_states=query_states)
+            return self.ffn_blocks[ffn_index](
+                states, training=training, dropout_seeds=site_seeds(2 * application + 2))
+
         encoder_outputs = []
         last = len(self._schedule) - 1
         # Shared blocks run several times: each application gets its own sites.
         for application, (attention_index, ffn_index) in enumerate(self._schedule):
-            # Only token 0 of the last block reaches the pooler.
-            query_states = hidden_states[:, :1, :] if pooled_only and application == last \
-                else None
-            hidden_states = self.attention_blocks[attention_index](
-                hidden_states, attention_bias, training=training,
-                dropout_seeds=site_seeds(2 * application + 1), query_states=query_states)
-            hidden_states = self.ffn_blocks[ffn_index](
-                hidden_states, training=training, dropout_seeds=site_seeds(2 * application + 2))
+            if self.rematerialize and training:
+                hidden_states = keras.remat(functools.partial(
+                    apply_block, application=application, attention_index=attention_index,
+                    ffn_index=ffn_index))(hidden_states)
+            else:
+                # Only token 0 of the last block reaches the pooler.
+                query_states = hidden_states[:, :1, :] if pooled_only and application == last \
+                    else None
+                hidden_states = apply_block(hidden_states, application, attention_index,
+                                            ffn_index, query_states)
             encoder_outputs.append(hidden_states)
 
         pooled_output = self.pooler(hidden_states[:, 0, :])
@@ -183,3 +202,12 @@ class AlbertEncoder(ConfiguredModel):
     def get_embedding_table(self):
         """The `[V, E]` word-embedding variable (also the tied MLM decoder)."""
         return self.embeddings.word_embeddings.embeddings
+
+
+def set_rematerialization(model, enabled: bool = True) -> int:
+    """Sets `rematerialize` on every `AlbertEncoder` inside `model`; returns how many."""
+    encoders = [layer for layer in model._flatten_layers(include_self=True, recursive=True)
+                if isinstance(layer, AlbertEncoder)]
+    for encoder in encoders:
+        encoder.rematerialize = enabled
+    return len(encoders)

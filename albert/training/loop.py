@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from albert import interrupts
 from albert.checkpoints import model_variables
+from albert.modeling.encoder import set_rematerialization
 from albert.errors import (AlbertError, InputError, RunInterrupted, RunPreempted,
                            TrainingDivergedError)
 from albert.records.tfrecord import find_corruption
@@ -142,6 +143,8 @@ class TrainerConfig:
     shuffle_buffer_size: int = 100
     initial_loss_scale: float = 2.0 ** 15
     bucket_window: int = 0   # > 0: length-bucketed training batches (albert.training.inputs)
+    gradient_accumulation_steps: int = 1  # micro-batches per replica batch (replica_step)
+    rematerialize: bool = False  # recompute each block's activations in the backward pass
 
     def validate(self) -> None:
         if self.mixed_precision not in MIXED_PRECISION:
@@ -151,7 +154,8 @@ class TrainerConfig:
                     "save_checkpoints_steps": self.save_checkpoints_steps,
                     "steps_per_loop": self.steps_per_loop,
                     "max_eval_steps": self.max_eval_steps,
-                    "shuffle_buffer_size": self.shuffle_buffer_size}
+                    "shuffle_buffer_size": self.shuffle_buffer_size,
+                    "gradient_accumulation_steps": self.gradient_accumulation_steps}
         for name, value in positive.items():
             if value < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
@@ -186,6 +190,12 @@ class Trainer:
         if config.train_batch_size % replicas:
             raise InputError(f"--train_batch_size={config.train_batch_size} is not a multiple of "
                              f"the {replicas} replicas")
+        micro_batches = config.gradient_accumulation_steps
+        if (config.train_batch_size // replicas) % micro_batches:
+            raise InputError(
+                f"--train_batch_size={config.train_batch_size} does not split into "
+                f"{replicas} replica(s) x --gradient_accumulation_steps={micro_batches} "
+                "equal micro-batches")
         self.task = task
         self.strategy = strategy
         self.config = config
@@ -212,6 +222,8 @@ class Trainer:
             keras.mixed_precision.set_global_policy(self.config.mixed_precision)
         with self.strategy.scope():
             model = self.task.build_model()
+            if self.config.rematerialize and not set_rematerialization(model):
+                raise InputError("--rematerialize: this model has no ALBERT encoder")
             optimizer = self.make_optimizer(self.variable_names(model))
             if self.config.mixed_precision == "mixed_float16":
                 optimizer = AlbertLossScaleOptimizer(
@@ -253,7 +265,8 @@ class Trainer:
 
     def _train_function(self, model, optimizer, iterator):
         return train_steps_function(self.task, self.strategy, model, optimizer, iterator,
-                                    self.config.jit_compile, self.task.loss_names)
+                                    self.config.jit_compile, self.task.loss_names,
+                                    accumulation_steps=self.config.gradient_accumulation_steps)
 
     # ------------------------------------------------------------ training
     def train(self, do_eval: bool = False) -> Optional[dict]:

@@ -8,7 +8,8 @@ One optimizer step on one replica:
 
 1. the loss normalisers (masked-token and example counts) are summed across
    replicas, so every loss is this replica's share of the global-batch loss;
-2. forward and backward pass (the loss scaled under mixed_float16);
+2. forward and backward pass (the loss scaled under mixed_float16), in
+   `--gradient_accumulation_steps` micro-batches whose gradients are summed;
 3. the gradients are summed across replicas — once, here, before anything
    looks at them;
 4. the optimizer applies the summed gradients: under mixed_float16 the
@@ -61,11 +62,13 @@ class ReplicaStep:
       whole_step: False compiles only the forward and backward pass even where
         the whole step could be compiled (how the loop compiled before; for
         benchmarks); None: `compiles_whole_step`.
+      accumulation_steps: micro-batches per replica batch (see `_gradients`).
     """
 
     def __init__(self, task, strategy, model, optimizer, jit_compile: bool,
-                 whole_step: Optional[bool] = None):
+                 whole_step: Optional[bool] = None, accumulation_steps: int = 1):
         self.task = task
+        self.accumulation_steps = accumulation_steps
         self.strategy = strategy
         self.model = model
         self.optimizer = optimizer
@@ -98,17 +101,55 @@ class ReplicaStep:
                 objective = self.optimizer.scale_loss(objective)
         return losses, tape.gradient(objective, self.variables)
 
+    def _gradients(self, features, normalizers):
+        """(losses, gradients) of this replica's batch; a gradient is None for a variable
+        the objective does not reach.
+
+        With `accumulation_steps` K > 1 the batch is cut into K consecutive
+        micro-batches, run one after the other in a loop on the device, and
+        their losses and gradients summed. Every loss is a sum over examples
+        divided by a normaliser of the whole global batch (summed across
+        replicas before the loop), and each example carries its own dropout
+        seed, so the sums are the unsplit step's, to rounding; only one
+        micro-batch's activations are alive at a time.
+        """
+        if self.accumulation_steps == 1:
+            losses, gradients = self.forward_backward(features, normalizers)
+            # Embedding gradients arrive as IndexedSlices with repeated rows; the
+            # all-reduce, the clip's norm and the moments need them dense, as the
+            # original's update had them.
+            return losses, [None if g is None else tf.convert_to_tensor(g) for g in gradients]
+        steps = self.accumulation_steps
+        micro_batches = {
+            name: tf.reshape(value, tf.concat([[steps, -1], tf.shape(value)[1:]], axis=0))
+            for name, value in features.items()}
+        reached = []  # per variable: does the objective reach it (known once traced)
+
+        def body(index, loss_sums, gradient_sums):
+            batch = {name: value[index] for name, value in micro_batches.items()}
+            losses, gradients = self.forward_backward(batch, normalizers)
+            reached[:] = [g is not None for g in gradients]
+            gradients = [tf.zeros(v.shape, v.dtype) if g is None else tf.convert_to_tensor(g)
+                         for g, v in zip(gradients, self.variables)]
+            return (index + 1,
+                    {name: loss_sums[name] + tf.cast(losses[name], tf.float32)
+                     for name in loss_sums},
+                    [total + g for total, g in zip(gradient_sums, gradients)])
+
+        _, losses, gradients = tf.while_loop(
+            lambda index, *_: index < steps, body,
+            (tf.constant(0), {name: tf.zeros([], tf.float32) for name in self.task.loss_names},
+             [tf.zeros(v.shape, v.dtype) for v in self.variables]))
+        return losses, [g if used else None for g, used in zip(gradients, reached)]
+
     def _step(self, features) -> Dict[str, tf.Tensor]:
         normalizers = self._sum(self.task.loss_normalizers(features))
-        losses, gradients = self.forward_backward(features, normalizers)
+        losses, gradients = self._gradients(features, normalizers)
         # Variables the objective does not reach (the sentence head under
         # --nosentence_objective) have no gradient: they are left as they are,
         # as Keras would, without its warning on every trace.
         used = [(g, v) for g, v in zip(gradients, self.variables) if g is not None]
-        # Embedding gradients arrive as IndexedSlices with repeated rows; the
-        # all-reduce, the clip's norm and the moments need them dense, as the
-        # original's update had them.
-        summed = self._sum([tf.convert_to_tensor(g) for g, _ in used])
+        summed = self._sum([g for g, _ in used])
         self.optimizer.apply(summed, [v for _, v in used])
         return losses
 
@@ -117,14 +158,16 @@ class ReplicaStep:
 
 
 def train_steps_function(task, strategy, model, optimizer, iterator, jit_compile: bool,
-                         loss_names: Sequence[str], whole_step: Optional[bool] = None):
+                         loss_names: Sequence[str], whole_step: Optional[bool] = None,
+                         accumulation_steps: int = 1):
     """`train_steps(num_steps) -> {name: float32 [num_steps]}`, one graph call per host loop.
 
     The values are the global-batch losses of each step and the learning rate
     the step used (`learning_rate`), gathered on the device and read by the
     host once per call.
     """
-    replica_step = ReplicaStep(task, strategy, model, optimizer, jit_compile, whole_step)
+    replica_step = ReplicaStep(task, strategy, model, optimizer, jit_compile, whole_step,
+                               accumulation_steps)
     owner = inner_optimizer(optimizer)
     names = (*loss_names, "learning_rate")
 

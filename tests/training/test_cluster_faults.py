@@ -4,12 +4,20 @@ import json
 import signal
 import time
 
+import pytest
+
 from scripts import run_script
 from test_preemption import (COMMON, STEPS, _assert_resumes_like_the_reference, _start,
-                             _wait_for_steps, reference)  # noqa: F401 (fixture)
+                             _wait_for_steps, run_reference)
 from test_run_pretraining import _args, _free_port
 
-# How long a survivor may take to notice a lost peer and end (measured: about 10 s).
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, synthetic_records):
+    return run_reference(tmp_path_factory, synthetic_records)
+
+
+# How long a survivor may take to notice a lost peer and end (measured: 1.3 s on loopback).
 LOST_WORKER_BOUND_SECONDS = 60
 
 

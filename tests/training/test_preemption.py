@@ -50,14 +50,20 @@ def _assert_preempted(process, output_dir):
     return step
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, synthetic_records):
+def run_reference(tmp_path_factory, synthetic_records):
+    """An uninterrupted one-device run of these settings: (config file, record files,
+    {step: loss})."""
     files, _ = synthetic_records
-    root = tmp_path_factory.mktemp("preemption")
+    root = tmp_path_factory.mktemp("reference_run")
     config = _config_file(root)
     result = run_script(*_args(config, files, str(root / "reference"), **COMMON))
     assert result.returncode == 0, result.stderr[-3000:]
     return config, files, _losses(root / "reference")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, synthetic_records):
+    return run_reference(tmp_path_factory, synthetic_records)
 
 
 def _assert_resumes_like_the_reference(args, output_dir, expected, step, launch=run_script):

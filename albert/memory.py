@@ -1,0 +1,256 @@
+r"""What fits in a device's memory: an estimate per device, and the settings to use.
+
+    python -m albert.memory --albert_config_file=configs/albert_xxlarge_v2.json \
+        --max_seq_length=512 --train_batch_size=4096 --num_replicas=8 \
+        --device_memory_gib=16 --mixed_precision=mixed_bfloat16
+
+prints the estimated bytes per device — weights, gradients, optimizer slots,
+activations stored for the backward pass per example with and without
+rematerialisation, the attention matrices counted — and the micro-batch,
+`--gradient_accumulation_steps` and `--rematerialize` to use.
+
+The activation count follows Korthikanti et al. (2022), "Reducing
+Activation Recomputation in Large Transformer Models", generalised to any
+element size `e` (2 bytes under mixed precision, 4 in float32), feed-forward
+width `I` and dropout (1-byte masks, only where a rate is > 0). Per layer
+application and example, with `S` tokens, width `H`, `A` heads:
+
+    attention   (5e + 1)·S·H + (2e + 1)·A·S²   (QKV input, Q, K, V, context, output
+                                               input; scores' softmax and its dropout)
+    feed-forward (e + 1)·S·H + 2e·S·I           (input, inner pre- and post-GELU)
+    layer norms  2e·S·H
+
+plus the embeddings and the masked-LM head (its logits at the masked
+positions over the vocabulary, in float32). It counts what fused kernels
+keep (as XLA's are); TensorFlow's unfused CPU kernels keep more
+intermediates (GELU's, the layer norms'), which is part of why it measured
+up to 40 % low on CPU. A shared block applied `L` times
+stores `L` sets: sharing saves weights, not activations. With
+rematerialisation each application stores only its input (`e·S·H`) and one
+application's full set is live while it is recomputed.
+
+Weights, gradients and LAMB's two slots are float32 (16 bytes per parameter),
+plus one float32 gradient sum when accumulating over micro-batches. The
+estimate leaves out the framework's own workspace and fragmentation, and
+plans fill at most `USABLE_FRACTION` of a device; docs/accelerators.md says
+how it compared with measured peaks.
+"""
+
+import dataclasses
+import os
+import subprocess
+from typing import List, Optional
+
+from absl import flags
+
+from albert import cli
+from albert.checkpoints.naming import count_parameters
+from albert.config import AlbertConfig
+from albert.training import distribute
+
+GIB = 2 ** 30
+# Estimate / measured peak memory per example, over the shapes of
+# benchmarks/memory_estimate.py on CPU (0.61 to 1.38; docs/accelerators.md), with a margin.
+VALIDATED_RATIO = (0.5, 1.5)
+# Part of a device's memory the estimate may fill: the rest covers an estimate
+# up to 40 % low (as measured at ALBERT-base, length 128, without
+# rematerialisation), the framework's workspace and fragmentation.
+USABLE_FRACTION = 0.6
+# Examples per micro-batch below which a device is starved (rematerialise rather than split).
+BUSY_MICRO_BATCH = 8
+
+
+def define_flags() -> None:
+    """The memory flags every training script shares."""
+    flags.DEFINE_integer(
+        "gradient_accumulation_steps", 1,
+        "Split each replica's share of --train_batch_size into this many micro-batches whose "
+        "gradients are summed before one optimizer step (the same step as unsplit, less memory).")
+    flags.DEFINE_bool(
+        "rematerialize", False,
+        "Recompute each transformer layer's activations in the backward pass instead of storing "
+        "them (less memory, about a third more arithmetic; same gradients).")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes on one device (see the module docstring)."""
+
+    parameters: int
+    weights: int
+    gradients: int
+    optimizer_slots: int
+    activations_per_example: int
+    rematerialized_activations_per_example: int
+
+    @property
+    def fixed(self) -> int:
+        return self.weights + self.gradients + self.optimizer_slots
+
+    def total(self, micro_batch: int, accumulation_steps: int = 1,
+              rematerialize: bool = False) -> int:
+        per_example = (self.rematerialized_activations_per_example if rematerialize
+                       else self.activations_per_example)
+        accumulator = self.gradients if accumulation_steps > 1 else 0
+        return self.fixed + accumulator + micro_batch * per_example
+
+
+def estimate(config: AlbertConfig, seq_length: int, predictions: int,
+             mixed_precision: str = "none", sequences_per_example: int = 1) -> MemoryEstimate:
+    """The per-device estimate for one model and sequence shape (`sequences_per_example`:
+    RACE's options, each a sequence through the encoder)."""
+    element = 4 if mixed_precision in (None, "none") else 2
+    parameters = count_parameters(config, include_heads=True)
+    s, h, i = seq_length, config.hidden_size, config.intermediate_size
+    a = config.num_attention_heads
+    hidden_mask = 1 if config.hidden_dropout_prob > 0 else 0
+    attention_mask = 1 if config.attention_probs_dropout_prob > 0 else 0
+    attention = (5 * element + hidden_mask) * s * h + (2 * element + attention_mask) * a * s * s
+    feed_forward = (element + hidden_mask) * s * h + 2 * element * s * i
+    layer_norms = 2 * element * s * h
+    application = attention + feed_forward + layer_norms
+    applications = config.num_hidden_layers * config.inner_group_num
+    embeddings = (3 * element + hidden_mask) * s * config.embedding_size + element * s * h
+    # Masked-LM head: transform input and output, then float32 logits and their softmax.
+    head = predictions * (2 * element * h + 2 * 4 * config.vocab_size)
+    stored = embeddings + head
+    return MemoryEstimate(
+        parameters=parameters, weights=4 * parameters, gradients=4 * parameters,
+        optimizer_slots=8 * parameters,
+        activations_per_example=sequences_per_example * (stored + applications * application),
+        rematerialized_activations_per_example=sequences_per_example * (
+            stored + applications * element * s * h + application))
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    per_replica_batch: int
+    micro_batch: int
+    accumulation_steps: int
+    rematerialize: bool
+    bytes: int
+    fits: bool
+
+
+def plan(memory: MemoryEstimate, per_replica_batch: int, device_bytes: int) -> Plan:
+    """The fewest micro-batches (then rematerialisation) that fit `device_bytes`."""
+    budget = device_bytes * USABLE_FRACTION
+    options: List[Plan] = []
+    for rematerialize in (False, True):
+        for steps in range(1, per_replica_batch + 1):
+            if per_replica_batch % steps:
+                continue
+            micro = per_replica_batch // steps
+            total = memory.total(micro, steps, rematerialize)
+            options.append(Plan(per_replica_batch, micro, steps, rematerialize, total,
+                                total <= budget))
+    fitting = [option for option in options if option.fits]
+    if not fitting:
+        return min(options, key=lambda option: option.bytes)
+    # Recomputing costs about a third more arithmetic; more micro-batches cost little while
+    # each keeps the device busy. So: no rematerialisation while the micro-batch stays at
+    # BUSY_MICRO_BATCH examples or more, else the fewest micro-batches with it.
+    busy = min(BUSY_MICRO_BATCH, per_replica_batch)
+    return min(fitting, key=lambda option: (option.micro_batch < busy, option.rematerialize,
+                                            option.accumulation_steps))
+
+
+def device_memory_bytes(strategy) -> Optional[int]:
+    """Memory of one of the strategy's devices: a GPU's (from nvidia-smi), the host's RAM for
+    CPUs; None where unknown (TPUs, or no nvidia-smi)."""
+    if distribute.is_tpu(strategy):
+        return None
+    if distribute.uses_gpus(strategy):
+        try:
+            output = subprocess.run(
+                ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                capture_output=True, text=True, timeout=10, check=True).stdout
+            return int(output.split()[0]) * 2 ** 20
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            return None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def fit_warning(config: AlbertConfig, seq_length: int, predictions: int, global_batch: int,
+                strategy, accumulation_steps: int, rematerialize: bool, mixed_precision: str,
+                sequences_per_example: int = 1) -> Optional[str]:
+    """One line when the run's settings do not fit its devices by the estimate (None: they
+    fit, or the device's memory is unknown). A warning, not a refusal: estimates can be
+    wrong."""
+    device_bytes = device_memory_bytes(strategy)
+    if not device_bytes:
+        return None
+    memory = estimate(config, seq_length, predictions, mixed_precision, sequences_per_example)
+    per_replica = global_batch // strategy.num_replicas_in_sync
+    needed = memory.total(per_replica // accumulation_steps, accumulation_steps, rematerialize)
+    if needed <= device_bytes * USABLE_FRACTION:
+        return None
+    suggestion = plan(memory, per_replica, device_bytes)
+    advice = ("try --gradient_accumulation_steps="
+              f"{suggestion.accumulation_steps}{' --rematerialize' if suggestion.rematerialize else ''}"
+              if suggestion.fits else "no split of this batch fits: use more devices")
+    return (f"By the estimate of python -m albert.memory, --train_batch_size={global_batch} "
+            f"needs {needed / GIB:.1f} GiB per device of {device_bytes / GIB:.1f} GiB; {advice}")
+
+
+def report(config: AlbertConfig, seq_length: int, predictions: int, global_batch: int,
+           replicas: int, device_gib: float, mixed_precision: str) -> str:
+    memory = estimate(config, seq_length, predictions, mixed_precision)
+    if global_batch % replicas:
+        raise ValueError(f"--train_batch_size={global_batch} is not a multiple of "
+                         f"{replicas} replicas")
+    per_replica = global_batch // replicas
+    chosen = plan(memory, per_replica, int(device_gib * GIB))
+    lines = [
+        f"parameters            {memory.parameters:,}",
+        f"weights               {memory.weights / GIB:8.2f} GiB",
+        f"gradients             {memory.gradients / GIB:8.2f} GiB",
+        f"optimizer slots       {memory.optimizer_slots / GIB:8.2f} GiB",
+        f"activations/example   {memory.activations_per_example / GIB:8.3f} GiB "
+        f"({memory.rematerialized_activations_per_example / GIB:.3f} GiB rematerialised)",
+        f"per device            {per_replica} examples of the global {global_batch} "
+        f"on {replicas} replica(s), {device_gib:g} GiB each "
+        f"({USABLE_FRACTION:.0%} usable by the estimate)",
+        f"unsplit               {memory.total(per_replica) / GIB:8.1f} GiB",
+    ]
+    if chosen.fits:
+        lines.append(
+            f"use                   micro-batch {chosen.micro_batch}: "
+            f"--gradient_accumulation_steps={chosen.accumulation_steps}"
+            + (" --rematerialize" if chosen.rematerialize else "")
+            + f" ({chosen.bytes / GIB:.1f} GiB)")
+    else:
+        smallest = memory.total(1, per_replica, True)
+        lines.append(f"does not fit          even one example per micro-batch rematerialised "
+                     f"needs {smallest / GIB:.1f} GiB: use more or larger devices")
+    return "\n".join(lines)
+
+
+def main(argv):
+    del argv
+    FLAGS = flags.FLAGS
+    config = cli.load_albert_config(FLAGS.albert_config_file)
+    print(report(config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,
+                 FLAGS.train_batch_size, FLAGS.num_replicas, FLAGS.device_memory_gib,
+                 FLAGS.mixed_precision))
+
+
+def _define_planner_flags() -> None:
+    flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model.")
+    flags.DEFINE_integer("max_seq_length", 512, "Sequence length.")
+    flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
+    flags.DEFINE_integer("train_batch_size", 4096, "Global batch of one optimizer step.")
+    flags.DEFINE_integer("num_replicas", 1, "Devices (replicas) the batch is split over.")
+    flags.DEFINE_float("device_memory_gib", 16.0, "Memory of one device, GiB.")
+    flags.DEFINE_enum("mixed_precision", "none", ["none", "mixed_bfloat16", "mixed_float16"],
+                      "Precision of the activations.")
+    cli.define_config_flags()
+    flags.mark_flag_as_required("albert_config_file")
+
+
+if __name__ == "__main__":
+    _define_planner_flags()
+    cli.run(main)

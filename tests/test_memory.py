@@ -1,0 +1,92 @@
+"""python -m albert.memory: the estimate's arithmetic, the plan, the scripts' warning."""
+
+import types
+
+import pytest
+
+from albert import memory
+from albert.checkpoints.naming import count_parameters
+from albert.config import AlbertConfig
+from scripts import run_script
+
+BASE = "configs/albert_base_v2.json"
+
+
+def _config(path=BASE):
+    return AlbertConfig.from_json_file(path)
+
+
+def test_fixed_memory_is_four_float32_copies_of_the_parameters():
+    config = _config()
+    estimate = memory.estimate(config, 512, 20)
+    parameters = count_parameters(config, include_heads=True)
+    assert estimate.parameters == parameters
+    assert estimate.fixed == 16 * parameters
+    # Accumulating needs one more float32 gradient buffer.
+    assert estimate.total(8, 2) - estimate.total(8, 1) == 4 * parameters
+
+
+def test_activations_grow_with_the_attention_matrices_and_shrink_when_recomputed():
+    config = _config()
+    short, long = memory.estimate(config, 128, 20), memory.estimate(config, 512, 20)
+    # 4x the tokens, and the attention matrices 16x: more than 4x the activations.
+    assert long.activations_per_example > 4 * short.activations_per_example
+    assert long.rematerialized_activations_per_example < long.activations_per_example / 5
+    half = memory.estimate(config, 512, 20, "mixed_bfloat16")
+    assert half.activations_per_example < 0.6 * long.activations_per_example
+
+
+def test_the_plan_prefers_micro_batches_to_recomputation_while_they_stay_busy():
+    config = _config("configs/albert_xxlarge_v2.json")
+    estimate = memory.estimate(config, 512, 20, "mixed_bfloat16")
+    large = memory.plan(estimate, 512, 80 * memory.GIB)
+    assert large.fits and not large.rematerialize and large.micro_batch >= 8
+    small = memory.plan(estimate, 512, 16 * memory.GIB)
+    assert small.fits and small.rematerialize
+    assert small.bytes <= 16 * memory.GIB * memory.USABLE_FRACTION
+    hopeless = memory.plan(estimate, 512, 2 * memory.GIB)
+    assert not hopeless.fits
+
+
+def test_the_warning_names_the_planners_settings(monkeypatch):
+    config = _config()
+    strategy = types.SimpleNamespace(num_replicas_in_sync=1)
+    monkeypatch.setattr(memory, "device_memory_bytes", lambda strategy: 16 * memory.GIB)
+    line = memory.fit_warning(config, 512, 20, 256, strategy, 1, False, "mixed_float16")
+    assert "--gradient_accumulation_steps=8" in line and "GiB" in line
+    assert memory.fit_warning(config, 512, 20, 8, strategy, 1, False, "mixed_float16") is None
+    monkeypatch.setattr(memory, "device_memory_bytes", lambda strategy: None)
+    assert memory.fit_warning(config, 512, 20, 256, strategy, 1, False, "none") is None
+
+
+def test_the_planner_command_prints_the_settings(repo_path):
+    result = run_script("-m", "albert.memory", f"--albert_config_file={BASE}",
+                        "--max_seq_length=512", "--train_batch_size=256",
+                        "--device_memory_gib=16", "--mixed_precision=mixed_float16")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "micro-batch 32: --gradient_accumulation_steps=8" in result.stdout
+
+
+@pytest.mark.parametrize("rematerialize", [0, 1])
+def test_the_estimate_is_within_its_stated_error_of_a_measured_run(rematerialize):
+    """Peak memory per example of real steps (slope between two batch sizes) at a tiny shape."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    peaks = {}
+    for batch in (32, 128):
+        result = subprocess.run(
+            [sys.executable, "benchmarks/memory_estimate.py", "--config=tiny.json",
+             "--seq_length=128", "--predictions=20", f"--batch_size={batch}",
+             f"--rematerialize={rematerialize}"], cwd=REPO, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+        peaks[batch] = json.loads(result.stdout.strip().splitlines()[-1])["peak_bytes"]
+    measured = (peaks[128] - peaks[32]) / 96
+    estimate = memory.estimate(_config("configs/tiny.json"), 128, 20)
+    predicted = (estimate.rematerialized_activations_per_example if rematerialize
+                 else estimate.activations_per_example)
+    low, high = memory.VALIDATED_RATIO
+    assert low <= predicted / measured <= high, (predicted, measured)
