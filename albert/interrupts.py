@@ -26,12 +26,15 @@ has been reported as interrupted.
 """
 
 import contextlib
+import os
 import signal
 import sys
 
 _requested = False
 _deferring = False
 _termination_requested = False
+_termination_deferred = False
+_handler_pid = None
 
 
 def _on_sigint(signum, frame):
@@ -59,18 +62,41 @@ def deferred():
 def _on_sigterm(signum, frame):
     global _termination_requested
     _termination_requested = True
+    if not _termination_deferred or os.getpid() != _handler_pid:
+        # Outside the training loop, and in any child process that inherited the
+        # handler (a data worker its pool terminates), SIGTERM ends the process
+        # as it always did.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def termination_deferred():
+    """Within the block (the training loop's steps) SIGTERM only sets the flag that
+    `termination_requested()` reads: the loop saves a checkpoint and stops."""
+    global _termination_deferred
+    outer = _termination_deferred
+    _termination_deferred = True
+    try:
+        yield
+    finally:
+        _termination_deferred = outer
 
 
 def handle_termination() -> None:
-    """Installs a SIGTERM handler that only remembers the request.
+    """Installs a SIGTERM handler that remembers the request while training.
 
     Spot / preemptible VMs, TPU maintenance and cluster schedulers send
-    SIGTERM some seconds before they kill a process. The training loop
-    checks `termination_requested()` after every host loop, saves a
+    SIGTERM some seconds before they kill a process. Inside the training
+    loop's steps (`termination_deferred`) the handler only remembers it: the
+    loop checks `termination_requested()` after every host loop, saves a
     checkpoint at the step reached and ends the run (all workers together:
-    see `albert.training.loop`). A process whose SIGTERM handler is not the
-    default keeps its own."""
+    see `albert.training.loop`). Anywhere else SIGTERM ends the process at
+    once, as by default. A process whose SIGTERM handler is not the default
+    keeps its own."""
+    global _handler_pid
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _on_sigterm):
+        _handler_pid = os.getpid()
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 

@@ -114,3 +114,40 @@ def test_a_script_whose_ctrl_c_was_swallowed_exits_interrupted_not_successfully(
     assert result.returncode == 130, result.stderr[-2000:]
     assert "Interrupted:" in result.stderr
     assert "Exception ignored" not in result.stderr
+
+
+SCRIPT_SENDING_ITSELF_SIGTERM = """
+import os, signal, time
+from albert import cli, interrupts
+
+def main(argv):
+    if os.environ.get("IN_TRAINING"):
+        with interrupts.termination_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)
+            print("deferred: requested =", interrupts.termination_requested())
+        return
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    print("still running")
+
+cli.run(main)
+"""
+
+
+@pytest.mark.parametrize("in_training", [False, True])
+def test_sigterm_ends_a_script_at_once_except_inside_the_training_loop(in_training):
+    """Outside the loop's steps SIGTERM kills as by default; inside, the loop is told."""
+    import subprocess
+
+    import os
+
+    env = dict(os.environ, IN_TRAINING="1" if in_training else "")
+    result = subprocess.run([sys.executable, "-c", SCRIPT_SENDING_ITSELF_SIGTERM],
+                            capture_output=True, text=True, timeout=300, env=env)
+    if in_training:
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "deferred: requested = True" in result.stdout
+    else:
+        assert result.returncode == -signal.SIGTERM, result.stderr[-2000:]
+        assert "still running" not in result.stdout

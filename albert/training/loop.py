@@ -307,8 +307,9 @@ class Trainer:
                 diagnostics = self._diagnostics_for(training=True)
         progress = self._progress(step)
         try:
-            return self._train_steps(step, model, optimizer, do_eval, train_steps, task_input,
-                                     diagnostics, progress)
+            with interrupts.termination_deferred():
+                return self._train_steps(step, model, optimizer, do_eval, train_steps,
+                                         task_input, diagnostics, progress)
         finally:
             if progress is not None:
                 progress.close()

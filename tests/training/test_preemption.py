@@ -75,10 +75,12 @@ def _assert_resumes_like_the_reference(args, output_dir, expected, step, launch=
     assert step < STEPS
 
 
-def test_sigterm_saves_the_step_reached_and_the_same_command_resumes(tmp_path, reference):
+@pytest.mark.parametrize("topology", [{}, {"strategy": "mirrored", "cpu_devices": 2}])
+def test_sigterm_saves_the_step_reached_and_the_same_command_resumes(tmp_path, reference,
+                                                                    topology):
     config, files, expected = reference
     output_dir = tmp_path / "run"
-    args = _args(config, files, str(output_dir), **COMMON)
+    args = _args(config, files, str(output_dir), **COMMON, **topology)
     process = _start(args)
     _wait_for_steps(output_dir, [process])
     process.send_signal(signal.SIGTERM)
