@@ -81,6 +81,11 @@ def termination_deferred():
         yield
     finally:
         _termination_deferred = outer
+    if not outer and _termination_requested and os.getpid() == _handler_pid:
+        # A SIGTERM after the loop's last check (during the final checkpoint, say):
+        # the block ended normally, so end the process now, as SIGTERM would have.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def handle_termination() -> None:

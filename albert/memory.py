@@ -46,6 +46,7 @@ from absl import flags
 from albert import cli
 from albert.checkpoints.naming import count_parameters
 from albert.config import AlbertConfig
+from albert.errors import InputError
 from albert.training import distribute
 
 GIB = 2 ** 30
@@ -181,7 +182,7 @@ def fit_warning(config: AlbertConfig, seq_length: int, predictions: int, global_
     fit, or the device's memory is unknown). A warning, not a refusal: estimates can be
     wrong."""
     device_bytes = device_memory_bytes(strategy)
-    if not device_bytes:
+    if not device_bytes or accumulation_steps < 1:   # (the loop refuses K < 1 in one line)
         return None
     memory = estimate(config, seq_length, predictions, mixed_precision, sequences_per_example)
     per_replica = global_batch // strategy.num_replicas_in_sync
@@ -199,9 +200,9 @@ def fit_warning(config: AlbertConfig, seq_length: int, predictions: int, global_
 def report(config: AlbertConfig, seq_length: int, predictions: int, global_batch: int,
            replicas: int, device_gib: float, mixed_precision: str) -> str:
     memory = estimate(config, seq_length, predictions, mixed_precision)
-    if global_batch % replicas:
-        raise ValueError(f"--train_batch_size={global_batch} is not a multiple of "
-                         f"{replicas} replicas")
+    if replicas < 1 or global_batch < 1 or global_batch % replicas:
+        raise InputError(f"--train_batch_size={global_batch} is not a positive multiple of "
+                         f"--num_replicas={replicas}")
     per_replica = global_batch // replicas
     chosen = plan(memory, per_replica, int(device_gib * GIB))
     lines = [

@@ -52,7 +52,7 @@ def define_flags() -> None:
 
 GPU_STEPS_PER_LOOP = 100
 # Signs of a TPU VM: the TPU runtime's device files and the variables its image sets.
-TPU_VM_DEVICE_FILES = ("/dev/accel0", "/dev/vfio/0")
+TPU_VM_DEVICE_FILES = ("/dev/accel0",)   # (v5e and later: the environment variables)
 TPU_VM_ENVIRONMENT = ("TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "TPU_SKIP_MDS_QUERY")
 
 

@@ -43,7 +43,8 @@ def padded_evaluation_dataset(task_input: TaskInput, batch_size: int, max_batche
             paddings = [[0, missing]] + [[0, 0]] * (len(value.shape) - 1)
             value = tf.pad(value, paddings)
             padded[name] = tf.ensure_shape(value, [padded_size, *value.shape[1:]])
-        padded[EXAMPLE_WEIGHTS] = tf.concat([tf.ones([real]), tf.zeros([missing])], axis=0)
+        padded[EXAMPLE_WEIGHTS] = tf.ensure_shape(
+            tf.concat([tf.ones([real]), tf.zeros([missing])], axis=0), [padded_size])
         return padded
 
     return dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -99,7 +99,11 @@ class Task(abc.ABC):
         """This replica's share of each global-batch loss; must include "loss"."""
 
     def metric_sums(self, outputs, features) -> Dict[str, tuple]:
-        """{metric: (total, count)} for one evaluation batch (used by `evaluate`)."""
+        """{metric: (total, count)} for one evaluation batch (used by `evaluate`).
+
+        Batches are padded to one static shape: rows whose `example_weights`
+        feature is 0 are padding and must count in no total or count.
+        """
         raise NotImplementedError
 
     def diagnostics(self, config: "TrainerConfig", training: bool) -> Optional[Diagnostics]:
@@ -234,11 +238,13 @@ class Trainer:
 
     def _start(self, model, optimizer, locks) -> Optional[int]:
         """Every check, then the first writes: returns the step to resume from (or None)."""
-        run_files = self.task.run_files()
-        self.directory.check_run_files(run_files)
         step = self.checkpoints.latest_step()
         if self.worker.count > 1:
+            # First, while every worker is still here: a check one worker alone
+            # fails would leave the others waiting in this collective.
             self._check_workers_share_output_dir(step)
+        run_files = self.task.run_files()
+        self.directory.check_run_files(run_files)
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)
         self.directory.lock(*locks)

@@ -75,8 +75,13 @@ class ReplicaStep:
         self.variables = model.trainable_variables
         self.scales_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self.replicas = strategy.num_replicas_in_sync
-        # Gradients reach the optimizer summed (step 3): it must not sum them again.
-        inner_optimizer(optimizer).gradients_summed_by_caller = True
+        # Gradients reach the optimizer summed (step 3): it must not sum them again,
+        # which only ALBERT's optimizers can be told.
+        owner = inner_optimizer(optimizer)
+        if not hasattr(type(owner), "gradients_summed_by_caller"):
+            raise TypeError(f"The training loop needs one of ALBERT's optimizers "
+                            f"(albert.training.optimization), not {type(owner).__name__}")
+        owner.gradients_summed_by_caller = True
         self.forward_backward = self._forward_backward
         self.step = self._step
         if whole_step is None:
@@ -136,10 +141,12 @@ class ReplicaStep:
                      for name in loss_sums},
                     [total + g for total, g in zip(gradient_sums, gradients)])
 
+        # One micro-batch at a time: parallel iterations would keep several
+        # micro-batches' activations alive at once, which is what the split avoids.
         _, losses, gradients = tf.while_loop(
             lambda index, *_: index < steps, body,
             (tf.constant(0), {name: tf.zeros([], tf.float32) for name in self.task.loss_names},
-             [tf.zeros(v.shape, v.dtype) for v in self.variables]))
+             [tf.zeros(v.shape, v.dtype) for v in self.variables]), parallel_iterations=1)
         return losses, [g if used else None for g, used in zip(gradients, reached)]
 
     def _step(self, features) -> Dict[str, tf.Tensor]:
