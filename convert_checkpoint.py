@@ -1,4 +1,4 @@
-r"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden and Keras formats.
+r"""Convert ALBERT weights between the original TF1, Hugging Face, Model Garden, Keras and KerasHub formats.
 
     python convert_checkpoint.py --albert_config_file=albert_config.json \
         --init_checkpoint=albert_base/model.ckpt-best --input_format=tf1 \
@@ -10,6 +10,9 @@ Outputs (in --output_dir, written atomically):
                 AlbertForPreTraining, AlbertForSequenceClassification, ...)
   keras         model.keras (AlbertEncoder, AlbertPretrainer or AlbertClassifier) + albert_config.json
   model_garden  encoder.ckpt.* = tf.train.Checkpoint(encoder=AlbertEncoder) + albert_config.json
+  keras_hub     a KerasHub preset (config.json, model.weights.h5, metadata.json; task.json +
+                task.weights.h5 for AlbertTextClassifier / AlbertMaskedLM; with --spm_model_file
+                tokenizer.json + assets/tokenizer/vocabulary.spm), loaded by keras_hub's from_preset
 
 Heads travel with the encoder: the pretraining heads, and the fine-tuning
 heads of the original (a GLUE classifier's output_weights / output_bias
@@ -32,8 +35,8 @@ from albert.checkpoints.naming import HEADS
 _FORMAT_HELP = "; ".join(f"{fmt.name}: {fmt.description}" for fmt in formats().values())
 
 flags.DEFINE_string("albert_config_file", None,
-                    "albert_config.json of the model. Optional for hf and keras inputs, which "
-                    "carry their own config.")
+                    "albert_config.json of the model. Optional for hf, keras and keras_hub "
+                    "inputs, which carry their own config.")
 flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint to convert: a TF checkpoint prefix or any of its files, a "
                     "directory holding one, an HF directory, or a .keras file.")
@@ -42,6 +45,13 @@ flags.DEFINE_enum("input_format", "tf1", ["auto", *format_names()],
 flags.DEFINE_enum("output_format", "hf", format_names(), "Format to write.")
 flags.DEFINE_string("output_dir", None, "Directory for the converted files.")
 flags.DEFINE_bool("overwrite", False, "Replace files of the same name in --output_dir.")
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model to store with the weights (--output_format=keras_hub: "
+                    "KerasHub's AlbertTokenizer).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether the model's text is lower-cased (as the original's scripts do by "
+                  "default); KerasHub's tokenizer does not lower-case, which is said when "
+                  "writing a keras_hub tokenizer.")
 flags.DEFINE_enum("head", "auto", ["auto", "none", *HEADS],
                   "Head to carry: auto (the one the checkpoint holds; a classifier's "
                   "output_weights count as the GLUE classifier), none (encoder only), or a name "
@@ -68,8 +78,13 @@ def main(argv):
                                        heads="ignore" if head is None else "required", head=head))
     logging.info("Read %d variables (head: %s) from %s", len(weights), head or "none",
                  FLAGS.init_checkpoint)
+    if FLAGS.spm_model_file and FLAGS.do_lower_case and formats()[FLAGS.output_format].writes_tokenizer:
+        logging.warning("KerasHub's AlbertTokenizer neither lower-cases nor strips accents as this "
+                        "model's preprocessing (--do_lower_case) does: lower-case text before "
+                        "tokenizing it with keras_hub")
     written = write_checkpoint(weights, config, FLAGS.output_dir, FLAGS.output_format,
-                               overwrite=FLAGS.overwrite, head=head)
+                               overwrite=FLAGS.overwrite, head=head,
+                               spm_model_file=FLAGS.spm_model_file)
     for path in written:
         print(path)
 

@@ -32,7 +32,7 @@ silently skipped some).
 from absl import flags, logging
 
 from albert import cli, io, memory
-from albert.checkpoints import format_names
+from albert.checkpoints import carried_config, format_names
 from albert.errors import InputError
 from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
@@ -44,7 +44,9 @@ from albert.training.optimization import create_optimizer
 import keras  # noqa: E402
 
 # --- the original's flags ---
-flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model to train.")
+flags.DEFINE_string("albert_config_file", None,
+                    "albert_config.json of the model to train (optional with an --init_checkpoint "
+                    "that carries its config: a KerasHub preset, a Hugging Face directory).")
 flags.DEFINE_string("input_file", None, "Training TFRecords: comma-separated files or globs.")
 flags.DEFINE_string("output_dir", None, "Checkpoints, logs and evaluation results go here.")
 flags.DEFINE_string("init_checkpoint", None,
@@ -112,7 +114,7 @@ flags.DEFINE_integer("shuffle_buffer_size", 100,
                      "shuffled through a 100-record buffer).")
 cli.define_config_flags()
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
-flags.mark_flags_as_required(["albert_config_file", "input_file", "output_dir"])
+flags.mark_flags_as_required(["input_file", "output_dir"])
 
 FLAGS = flags.FLAGS
 
@@ -130,6 +132,18 @@ def _lengths_from_data(contract) -> dict:
     return lengths
 
 
+def _model_config():
+    """--albert_config_file, or the config the --init_checkpoint carries."""
+    if FLAGS.albert_config_file:
+        return cli.load_albert_config(FLAGS.albert_config_file)
+    config = (carried_config(FLAGS.init_checkpoint, FLAGS.init_checkpoint_format)
+              if FLAGS.init_checkpoint else None)
+    if config is None:
+        raise InputError("--albert_config_file is required (or an --init_checkpoint that carries "
+                         "its config: a KerasHub preset, a Hugging Face directory)")
+    return config
+
+
 def main(argv):
     del argv
     if not FLAGS.do_train and not FLAGS.do_eval:
@@ -139,7 +153,7 @@ def main(argv):
     tpu = FLAGS.tpu or FLAGS.tpu_name
     strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
     strategy = distribute.create_strategy(strategy_name, tpu, FLAGS.cpu_devices)
-    config = cli.load_albert_config(FLAGS.albert_config_file)
+    config = _model_config()
     train_data = load_data_contract(io.expand_file_patterns(FLAGS.input_file))
     lengths = _lengths_from_data(train_data)
     eval_data = None

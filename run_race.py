@@ -86,7 +86,7 @@ finetuning_cli.define_tpu_flags()
 finetuning_cli.define_runtime_flags()
 flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_integer("num_choices", 4, "Options per question.")
-flags.mark_flags_as_required(["data_dir", "spm_model_file", "albert_config_file", "output_dir"])
+flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 FLAGS = flags.FLAGS
 HEAD = "multiple_choice"

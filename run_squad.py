@@ -97,7 +97,7 @@ finetuning_cli.define_runtime_flags()
 flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_integer("num_keep_checkpoint", 5,
                      "Checkpoints kept (0: all); an unevaluated one is never deleted.")
-flags.mark_flags_as_required(["spm_model_file", "output_dir"])
+flags.mark_flags_as_required(["output_dir"])
 
 FLAGS = flags.FLAGS
 

@@ -4,6 +4,7 @@
     pip install -e ".[demo]"    # + the offline demo corpus (python -m albert.demo)
     pip install -e ".[onnx]"    # + ONNX export (python -m albert.export --onnx)
     pip install -e ".[gpu]"     # + the CUDA libraries TensorFlow needs on NVIDIA GPUs
+    pip install -e ".[keras_hub]"  # + KerasHub presets (--output_format / --input_format=keras_hub)
     pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
 """
 
@@ -16,6 +17,8 @@ from setuptools import find_packages, setup
 DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4", "matplotlib>=3.5"]
 # python -m albert.export --onnx: tf2onnx converts, onnxruntime runs the file.
 ONNX_REQUIREMENTS = ["tf2onnx>=1.16", "onnxruntime>=1.17"]
+# The keras_hub checkpoint format: KerasHub's own classes build, save and load the presets.
+KERAS_HUB_REQUIREMENTS = ["keras-hub==0.32.0"]
 
 setup(
     name="albert-tf2",
@@ -48,11 +51,13 @@ setup(
         "onnx": ONNX_REQUIREMENTS,
         # TensorFlow's own CUDA extra, at the pinned version (docs/accelerators.md).
         "gpu": ["tensorflow[and-cuda]==2.20.*"],
+        "keras_hub": KERAS_HUB_REQUIREMENTS,
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.
         # setuptools < 81: tensorflow-hub 0.16 imports pkg_resources (hub.KerasLayer tests).
         "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", "scipy>=1.10",
-                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS],
+                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS,
+                 *KERAS_HUB_REQUIREMENTS],
     },
 )

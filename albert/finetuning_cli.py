@@ -13,7 +13,8 @@ import keras
 from absl import flags, logging
 
 from albert import cli, io, memory, restarts, tokenization
-from albert.checkpoints import format_names, read_checkpoint, read_weights
+from albert.checkpoints import carried_config, format_names, read_checkpoint
+from albert.checkpoints.keras_hub_preset import preset_tokenizer
 from albert.errors import CheckpointMismatchError, InputError
 from albert.training import distribute
 from albert.training.checkpointing import TrainingCheckpoints
@@ -102,22 +103,26 @@ def load_config(max_seq_length: int, **dropouts):
 
 
 def _hub_module_config():
-    """The config an --albert_hub_module_handle carries (our exported encoder, HF, Keras)."""
-    handle = getattr(FLAGS, "albert_hub_module_handle", None)
-    carried = None
-    if handle:
-        _, carried, _ = read_weights(handle, FLAGS.init_checkpoint_format)
+    """The config an --albert_hub_module_handle or --init_checkpoint carries (our exported
+    encoder, HF, Keras, a KerasHub preset)."""
+    handle = getattr(FLAGS, "albert_hub_module_handle", None) or FLAGS.init_checkpoint
+    carried = carried_config(handle, FLAGS.init_checkpoint_format) if handle else None
     if carried is None:
-        raise InputError("--albert_config_file is required (or an --albert_hub_module_handle "
-                         "that carries its config, such as an encoder from python -m "
-                         "albert.export)")
+        raise InputError("--albert_config_file is required (or an --init_checkpoint or "
+                         "--albert_hub_module_handle that carries its config: a KerasHub preset, "
+                         "a Hugging Face directory, an encoder from python -m albert.export)")
     return carried
 
 
 def load_tokenizer(config, vocab_file: Optional[str], spm_model_file: Optional[str],
                    do_lower_case: bool):
-    """--spm_model_file (or --vocab_file), checked against the model: the special symbols, and
-    no id beyond the config's vocab_size."""
+    """--spm_model_file (or --vocab_file; without either, the tokenizer of an --init_checkpoint
+    KerasHub preset), checked against the model: the special symbols, and no id beyond the
+    config's vocab_size."""
+    if not spm_model_file and not vocab_file:
+        spm_model_file = preset_tokenizer(FLAGS.init_checkpoint)
+        if spm_model_file:
+            logging.info("Tokenizer: the SentencePiece model of the preset, %s", spm_model_file)
     tokenizer = tokenization.load_tokenizer(vocab_file, spm_model_file, do_lower_case)
     tokenization.require_special_tokens(tokenizer)
     tokenization.require_vocabulary_within(tokenizer, config.vocab_size)

@@ -69,3 +69,28 @@ def test_missing_checkpoint_fails_cleanly(tmp_path, repo_path):
                         f"--albert_config_file={repo_path('configs', 'tiny.json')}",
                         f"--init_checkpoint={tmp_path / 'nope'}", f"--output_dir={tmp_path / 'out'}")
     assert_clean_failure(result, "No checkpoint")
+
+
+def test_tf1_to_a_keras_hub_preset_with_its_tokenizer_and_back(tmp_path, synthetic_corpus):
+    import pytest
+
+    pytest.importorskip("keras_hub")
+    _, spm = synthetic_corpus
+    config = tiny_config(num_hidden_layers=2, vocab_size=1200)
+    weights = _tf1_checkpoint(tmp_path, config)
+    config_file = str(tmp_path / "tf1" / "albert_config.json")
+    result = run_script("convert_checkpoint.py", f"--albert_config_file={config_file}",
+                        f"--init_checkpoint={tmp_path / 'tf1'}", "--output_format=keras_hub",
+                        f"--spm_model_file={spm}", f"--output_dir={tmp_path / 'preset'}")
+    assert result.returncode == 0, result.stderr
+    assert "neither lower-cases nor strips accents" in result.stderr
+    assert "no sentence-order head" in result.stderr
+    assert (tmp_path / "preset" / "assets" / "tokenizer" / "vocabulary.spm").exists()
+    back = run_script("convert_checkpoint.py", f"--init_checkpoint={tmp_path / 'preset'}",
+                      "--input_format=auto", "--output_format=tf1",
+                      f"--output_dir={tmp_path / 'back'}")
+    assert back.returncode == 0, back.stderr
+    reader = tf.train.load_checkpoint(str(tmp_path / "back" / "model.ckpt-best"))
+    for name, value in weights.items():
+        if not name.startswith("cls/seq_relationship"):
+            np.testing.assert_array_equal(reader.get_tensor(name), value)

@@ -293,3 +293,29 @@ def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_cor
     # ... after the step's own line
     assert any(re.fullmatch(r"Interrupted: stopped at step \d+; the same command .*", line)
                for line in lines[:-1]), stderr[-3000:]
+
+
+@pytest.mark.parametrize("script", ["run_classifier.py", "run_race.py"])
+def test_a_keras_hub_preset_fine_tunes_with_its_own_config_and_tokenizer(tmp_path, script,
+                                                                        synthetic_corpus):
+    """A KerasHub user's preset: no --albert_config_file, no --spm_model_file."""
+    pytest.importorskip("keras_hub")
+    from albert.checkpoints import model_weights, write_checkpoint
+    from albert.modeling import AlbertPretrainer
+
+    _, spm = synthetic_corpus
+    config = tiny_config(vocab_size=1200, max_position_embeddings=64)
+    preset = tmp_path / "preset"
+    write_checkpoint(model_weights(AlbertPretrainer(config)), config, str(preset), "keras_hub",
+                     spm_model_file=spm)
+    result = run_script(*_command(script, tmp_path, spm, albert_config_file=None,
+                                  spm_model_file=None, init_checkpoint=preset))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Tokenizer: the SentencePiece model of the preset" in result.stderr
+    assert list((tmp_path / "out").glob("*.tsv")) or list((tmp_path / "out").glob("*.json"))
+
+
+def test_without_a_config_or_a_preset_the_script_says_what_it_needs(tmp_path, synthetic_corpus):
+    _, spm = synthetic_corpus
+    result = run_script(*_command("run_classifier.py", tmp_path, spm, albert_config_file=None))
+    assert_clean_failure(result, "--albert_config_file is required")

@@ -1,4 +1,4 @@
-"""Checkpoint interop: original TF1, Hugging Face, Model Garden and Keras formats.
+"""Checkpoint interop: original TF1, Hugging Face, Model Garden, Keras and KerasHub formats.
 
 `read_checkpoint` turns a checkpoint of any registered format into canonical
 weights (original TF1 names and layouts) checked against a config;
@@ -35,6 +35,11 @@ def read_weights(path: str, input_format: str = "auto",
     return get_format(name).read(path, config)
 
 
+def carried_config(path: str, input_format: str = "auto") -> Optional[AlbertConfig]:
+    """The config a checkpoint carries (hf, keras, keras_hub, our exports), or None."""
+    return read_weights(path, input_format)[1]
+
+
 def read_checkpoint(path: str, input_format: str, config: Optional[AlbertConfig] = None,
                     heads: str = "optional", head: Optional[str] = PRETRAINING_HEAD,
                     head_dims: Optional[dict] = None) -> Tuple[Weights, AlbertConfig]:
@@ -62,14 +67,20 @@ def output_files(output_format: str) -> List[str]:
 
 def write_checkpoint(weights: Weights, config: AlbertConfig, output_dir: str,
                      output_format: str, overwrite: bool = False,
-                     head: Optional[str] = None) -> List[str]:
+                     head: Optional[str] = None,
+                     spm_model_file: Optional[str] = None) -> List[str]:
     """Writes canonical weights in `output_format` into `output_dir`, atomically.
 
     The head written is `head`, or the one the weights hold (`find_head`).
-    Returns the paths written. Nothing is left behind if writing fails, and
-    existing files are never replaced unless `overwrite`.
+    `spm_model_file` is stored with the weights by formats that hold a
+    tokenizer (keras_hub). Returns the paths written. Nothing is left behind
+    if writing fails, and existing files are never replaced unless `overwrite`.
     """
     fmt = get_format(output_format)
+    if spm_model_file and not fmt.writes_tokenizer:
+        raise InputError(f"The {output_format} format holds no tokenizer; --spm_model_file is "
+                         "written with the weights only by "
+                         + ", ".join(f.name for f in formats().values() if f.writes_tokenizer))
     check_can_represent(fmt, config)
     head, head_dims = find_head(weights, prefer=head)
     weights = check_weights(weights, config, "weights to write", heads="required" if head else
@@ -80,7 +91,10 @@ def write_checkpoint(weights: Weights, config: AlbertConfig, output_dir: str,
         raise InputError(f"{output_dir} already holds {', '.join(existing)}; remove them or "
                          "choose another output directory")
     with io.atomic_output_dir(output_dir, overwrite=overwrite) as scratch:
-        fmt.write(weights, config, scratch, head)
+        if spm_model_file:
+            fmt.write(weights, config, scratch, head, spm_model_file=spm_model_file)
+        else:
+            fmt.write(weights, config, scratch, head)
         if fmt.writes_albert_config:
             config.to_json_file(io.join(scratch, ALBERT_CONFIG_FILE))
         written = io.listdir(scratch)
@@ -100,6 +114,7 @@ __all__ = [
     "ALBERT_CONFIG_FILE",
     "Weights",
     "assign_model_weights",
+    "carried_config",
     "check_weights",
     "detect_format",
     "find_head",

@@ -23,6 +23,8 @@ class CheckpointFormat:
         hold the backbone and the head `head` (a key of `naming.HEADS`, or None).
       can_represent: `config -> None`, raises ConfigError if the format
         cannot hold this model.
+      writes_tokenizer: whether `write` also takes `spm_model_file=` and stores
+        the SentencePiece model with the weights.
     """
 
     name: str
@@ -33,3 +35,4 @@ class CheckpointFormat:
     read: Callable[[str, Optional[AlbertConfig]], tuple]
     write: Callable[[dict, AlbertConfig, str, Optional[str]], None]
     can_represent: Callable[[AlbertConfig], None] = lambda config: None
+    writes_tokenizer: bool = False

@@ -1,4 +1,4 @@
-"""The one name table: our variables <-> original TF1 <-> Hugging Face <-> Model Garden.
+"""The one name table: our variables <-> original TF1 <-> Hugging Face <-> Model Garden <-> KerasHub.
 
 Every converter, the training checkpoints and the parameter counter read this
 table; none of them spells a variable name of its own. A row gives, for one
@@ -14,11 +14,16 @@ variable:
   array is transposed (PyTorch `nn.Linear` stores `[out, in]`);
 * `model_garden`, `model_garden_shape`: the variable name in tf-models-official's
   `AlbertEncoder` and the shape it is reshaped to (its attention kernels are
-  3-D: `[H, N, D]`, `[N, D]`, `[N, D, H]`).
+  3-D: `[H, N, D]`, `[N, D]`, `[N, D, H]`);
+* `keras_hub`, `keras_hub_shape`, `keras_hub_transpose`: the variable path in
+  KerasHub's `AlbertBackbone` / `AlbertTextClassifier` / `AlbertMaskedLM`, the
+  shape it is reshaped to and whether it is transposed (its classifier kernel
+  is `[H, C]`, the original's `output_weights` `[C, H]`).
 
 A format that cannot hold a variable has `None` in its column (Hugging Face
 cannot hold the per-layer copies of the partial sharing strategies nor the
-SQuAD v2 head; Model Garden's encoder holds no heads).
+SQuAD v2 head; Model Garden's encoder holds no heads; KerasHub holds neither
+those copies nor the sentence-order, RACE and SQuAD heads).
 
 Heads are tables of rows in `HEADS`, keyed by name: the pretraining heads
 (masked LM + sentence order) and the original's fine-tuning heads (GLUE
@@ -49,6 +54,9 @@ class _Template:
     hf_transpose: bool = False
     model_garden: Optional[str] = None
     model_garden_shape: Optional[str] = None
+    keras_hub: Optional[str] = None
+    keras_hub_shape: Optional[str] = None
+    keras_hub_transpose: bool = False
 
 
 T = _Template
@@ -57,63 +65,88 @@ T = _Template
 # {hf} the HF prefix of its (group, inner group), {mg} Model Garden's block.
 _EMBEDDING_ROWS = (
     T("bert/embeddings/word_embeddings", "embeddings.word_embeddings.embeddings", "V,E",
-      "albert.embeddings.word_embeddings.weight", False, "word_embeddings/embeddings"),
+      "albert.embeddings.word_embeddings.weight", False, "word_embeddings/embeddings",
+      keras_hub="token_embedding/embeddings"),
     T("bert/embeddings/token_type_embeddings", "embeddings.token_type_embeddings.embeddings", "T,E",
-      "albert.embeddings.token_type_embeddings.weight", False, "type_embeddings/embeddings"),
+      "albert.embeddings.token_type_embeddings.weight", False, "type_embeddings/embeddings",
+      keras_hub="segment_embedding/embeddings"),
     T("bert/embeddings/position_embeddings", "embeddings.position_embeddings", "P,E",
-      "albert.embeddings.position_embeddings.weight", False, "position_embedding/embeddings"),
+      "albert.embeddings.position_embeddings.weight", False, "position_embedding/embeddings",
+      keras_hub="position_embedding/embeddings"),
     T("bert/embeddings/LayerNorm/beta", "embeddings.layer_norm.beta", "E",
-      "albert.embeddings.LayerNorm.bias", False, "embeddings/layer_norm/beta"),
+      "albert.embeddings.LayerNorm.bias", False, "embeddings/layer_norm/beta",
+      keras_hub="embeddings_layer_norm/beta"),
     T("bert/embeddings/LayerNorm/gamma", "embeddings.layer_norm.gamma", "E",
-      "albert.embeddings.LayerNorm.weight", False, "embeddings/layer_norm/gamma"),
+      "albert.embeddings.LayerNorm.weight", False, "embeddings/layer_norm/gamma",
+      keras_hub="embeddings_layer_norm/gamma"),
 )
 _PROJECTION_ROWS = (
     T("bert/encoder/embedding_hidden_mapping_in/kernel", "embedding_projection.kernel", "E,H",
-      "albert.encoder.embedding_hidden_mapping_in.weight", True, "embedding_projection/kernel"),
+      "albert.encoder.embedding_hidden_mapping_in.weight", True, "embedding_projection/kernel",
+      keras_hub="embedding_projection/kernel"),
     T("bert/encoder/embedding_hidden_mapping_in/bias", "embedding_projection.bias", "H",
-      "albert.encoder.embedding_hidden_mapping_in.bias", False, "embedding_projection/bias"),
+      "albert.encoder.embedding_hidden_mapping_in.bias", False, "embedding_projection/bias",
+      keras_hub="embedding_projection/bias"),
 )
 _ATTENTION_ROWS = (
     T("{scope}/self/query/kernel", "query.kernel", "H,H",
-      "{hf}.attention.query.weight", True, "{mg}/self_attention/query/kernel", "H,N,D"),
+      "{hf}.attention.query.weight", True, "{mg}/self_attention/query/kernel", "H,N,D",
+      keras_hub="{kh}/self_attention_layer/query/kernel", keras_hub_shape="H,N,D"),
     T("{scope}/self/query/bias", "query.bias", "H",
-      "{hf}.attention.query.bias", False, "{mg}/self_attention/query/bias", "N,D"),
+      "{hf}.attention.query.bias", False, "{mg}/self_attention/query/bias", "N,D",
+      keras_hub="{kh}/self_attention_layer/query/bias", keras_hub_shape="N,D"),
     T("{scope}/self/key/kernel", "key.kernel", "H,H",
-      "{hf}.attention.key.weight", True, "{mg}/self_attention/key/kernel", "H,N,D"),
+      "{hf}.attention.key.weight", True, "{mg}/self_attention/key/kernel", "H,N,D",
+      keras_hub="{kh}/self_attention_layer/key/kernel", keras_hub_shape="H,N,D"),
     T("{scope}/self/key/bias", "key.bias", "H",
-      "{hf}.attention.key.bias", False, "{mg}/self_attention/key/bias", "N,D"),
+      "{hf}.attention.key.bias", False, "{mg}/self_attention/key/bias", "N,D",
+      keras_hub="{kh}/self_attention_layer/key/bias", keras_hub_shape="N,D"),
     T("{scope}/self/value/kernel", "value.kernel", "H,H",
-      "{hf}.attention.value.weight", True, "{mg}/self_attention/value/kernel", "H,N,D"),
+      "{hf}.attention.value.weight", True, "{mg}/self_attention/value/kernel", "H,N,D",
+      keras_hub="{kh}/self_attention_layer/value/kernel", keras_hub_shape="H,N,D"),
     T("{scope}/self/value/bias", "value.bias", "H",
-      "{hf}.attention.value.bias", False, "{mg}/self_attention/value/bias", "N,D"),
+      "{hf}.attention.value.bias", False, "{mg}/self_attention/value/bias", "N,D",
+      keras_hub="{kh}/self_attention_layer/value/bias", keras_hub_shape="N,D"),
     T("{scope}/output/dense/kernel", "output_dense.kernel", "H,H",
-      "{hf}.attention.dense.weight", True, "{mg}/self_attention/attention_output/kernel", "N,D,H"),
+      "{hf}.attention.dense.weight", True, "{mg}/self_attention/attention_output/kernel", "N,D,H",
+      keras_hub="{kh}/self_attention_layer/attention_output/kernel", keras_hub_shape="N,D,H"),
     T("{scope}/output/dense/bias", "output_dense.bias", "H",
-      "{hf}.attention.dense.bias", False, "{mg}/self_attention/attention_output/bias"),
+      "{hf}.attention.dense.bias", False, "{mg}/self_attention/attention_output/bias",
+      keras_hub="{kh}/self_attention_layer/attention_output/bias"),
     T("{layer_norm}/beta", "layer_norm.beta", "H",
-      "{hf}.attention.LayerNorm.bias", False, "{mg}/self_attention_layer_norm/beta"),
+      "{hf}.attention.LayerNorm.bias", False, "{mg}/self_attention_layer_norm/beta",
+      keras_hub="{kh}/self_attention_layer_norm/beta"),
     T("{layer_norm}/gamma", "layer_norm.gamma", "H",
-      "{hf}.attention.LayerNorm.weight", False, "{mg}/self_attention_layer_norm/gamma"),
+      "{hf}.attention.LayerNorm.weight", False, "{mg}/self_attention_layer_norm/gamma",
+      keras_hub="{kh}/self_attention_layer_norm/gamma"),
 )
 _FFN_ROWS = (
     T("{scope}/intermediate/dense/kernel", "intermediate.kernel", "H,I",
-      "{hf}.ffn.weight", True, "{mg}/intermediate/kernel"),
+      "{hf}.ffn.weight", True, "{mg}/intermediate/kernel",
+      keras_hub="{kh}/feedforward_intermediate_dense/kernel"),
     T("{scope}/intermediate/dense/bias", "intermediate.bias", "I",
-      "{hf}.ffn.bias", False, "{mg}/intermediate/bias"),
+      "{hf}.ffn.bias", False, "{mg}/intermediate/bias",
+      keras_hub="{kh}/feedforward_intermediate_dense/bias"),
     T("{scope}/intermediate/output/dense/kernel", "output_dense.kernel", "I,H",
-      "{hf}.ffn_output.weight", True, "{mg}/output/kernel"),
+      "{hf}.ffn_output.weight", True, "{mg}/output/kernel",
+      keras_hub="{kh}/feedforward_output_dense/kernel"),
     T("{scope}/intermediate/output/dense/bias", "output_dense.bias", "H",
-      "{hf}.ffn_output.bias", False, "{mg}/output/bias"),
+      "{hf}.ffn_output.bias", False, "{mg}/output/bias",
+      keras_hub="{kh}/feedforward_output_dense/bias"),
     T("{layer_norm}/beta", "layer_norm.beta", "H",
-      "{hf}.full_layer_layer_norm.bias", False, "{mg}/output_layer_norm/beta"),
+      "{hf}.full_layer_layer_norm.bias", False, "{mg}/output_layer_norm/beta",
+      keras_hub="{kh}/feedforward_layer_norm/beta"),
     T("{layer_norm}/gamma", "layer_norm.gamma", "H",
-      "{hf}.full_layer_layer_norm.weight", False, "{mg}/output_layer_norm/gamma"),
+      "{hf}.full_layer_layer_norm.weight", False, "{mg}/output_layer_norm/gamma",
+      keras_hub="{kh}/feedforward_layer_norm/gamma"),
 )
 _POOLER_ROWS = (
     T("bert/pooler/dense/kernel", "pooler.kernel", "H,H", "albert.pooler.weight", True,
-      "pooler_transform/kernel"),
+      "pooler_transform/kernel",
+      keras_hub="pooled_dense/kernel"),
     T("bert/pooler/dense/bias", "pooler.bias", "H", "albert.pooler.bias", False,
-      "pooler_transform/bias"),
+      "pooler_transform/bias",
+      keras_hub="pooled_dense/bias"),
 )
 
 
@@ -129,33 +162,44 @@ class HeadTable:
     rows: Tuple[_Template, ...]
     hf_architecture: Optional[str]
     dimensions: Tuple[str, ...] = ()
+    # The keras_hub task model that holds the head (its rows without a
+    # `keras_hub` name are left out of it), or None.
+    keras_hub_task: Optional[str] = None
 
 
 # Output weights of the original's heads are stored [out, H] (not dense
 # kernels), which is already PyTorch's [out, in]: no transpose.
 _CLASSIFIER_ROWS = (
-    T("output_weights", "head.output_weights", "C,H", "classifier.weight"),
-    T("output_bias", "head.output_bias", "C", "classifier.bias"),
+    T("output_weights", "head.output_weights", "C,H", "classifier.weight",
+      keras_hub="logits/kernel", keras_hub_transpose=True),
+    T("output_bias", "head.output_bias", "C", "classifier.bias",
+      keras_hub="logits/bias"),
 )
 
 HEADS: Dict[str, HeadTable] = {table.name: table for table in (
     HeadTable("pretraining", (
         T("cls/predictions/transform/dense/kernel", "masked_lm.dense.kernel", "H,E",
-          "predictions.dense.weight", True),
+          "predictions.dense.weight", True,
+      keras_hub="mlm_head/intermediate_dense/kernel"),
         T("cls/predictions/transform/dense/bias", "masked_lm.dense.bias", "E",
-          "predictions.dense.bias"),
+          "predictions.dense.bias",
+      keras_hub="mlm_head/intermediate_dense/bias"),
         T("cls/predictions/transform/LayerNorm/beta", "masked_lm.layer_norm.beta", "E",
-          "predictions.LayerNorm.bias"),
+          "predictions.LayerNorm.bias",
+      keras_hub="mlm_head/intermediate_layer_norm/beta"),
         T("cls/predictions/transform/LayerNorm/gamma", "masked_lm.layer_norm.gamma", "E",
-          "predictions.LayerNorm.weight"),
-        T("cls/predictions/output_bias", "masked_lm.output_bias", "V", "predictions.bias"),
+          "predictions.LayerNorm.weight",
+      keras_hub="mlm_head/intermediate_layer_norm/gamma"),
+        T("cls/predictions/output_bias", "masked_lm.output_bias", "V", "predictions.bias",
+      keras_hub="mlm_head/output_bias"),
         T("cls/seq_relationship/output_weights", "sentence_order.output_weights", "2,H",
           "sop_classifier.classifier.weight"),
         T("cls/seq_relationship/output_bias", "sentence_order.output_bias", "2",
           "sop_classifier.classifier.bias"),
-    ), "AlbertForPreTraining"),
+    ), "AlbertForPreTraining", keras_hub_task="AlbertMaskedLM"),
     # GLUE: C = number of labels (1 for STS-B regression).
-    HeadTable("classifier", _CLASSIFIER_ROWS, "AlbertForSequenceClassification", ("C",)),
+    HeadTable("classifier", _CLASSIFIER_ROWS, "AlbertForSequenceClassification", ("C",),
+              keras_hub_task="AlbertTextClassifier"),
     # RACE: the same variables with one output per option.
     HeadTable("multiple_choice", tuple(dataclasses.replace(row, shape=row.shape.replace("C", "1"))
                                        for row in _CLASSIFIER_ROWS), "AlbertForMultipleChoice"),
@@ -178,7 +222,11 @@ HEADS: Dict[str, HeadTable] = {table.name: table for table in (
         T("answer_class/dense_1/kernel", "head.answer_dense_1.kernel", "H,1"),
     ), None),
 )}
+# The masked-LM half of the pretraining head alone: what a KerasHub AlbertMaskedLM holds.
+HEADS["masked_lm"] = HeadTable("masked_lm", HEADS["pretraining"].rows[:5], None,
+                               keras_hub_task="AlbertMaskedLM")
 PRETRAINING_HEAD = "pretraining"
+MASKED_LM_HEAD = "masked_lm"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +239,9 @@ class WeightName:
     hf_transpose: bool = False
     model_garden: Optional[str] = None
     model_garden_shape: Optional[Tuple[int, ...]] = None
+    keras_hub: Optional[str] = None
+    keras_hub_shape: Optional[Tuple[int, ...]] = None
+    keras_hub_transpose: bool = False
 
     @property
     def size(self) -> int:
@@ -226,10 +277,13 @@ def _shape(symbols: Optional[str], dims: Dict[str, int]) -> Optional[Tuple[int, 
 
 
 def _rows(templates, part, dims, ours_prefix="", fields=None, hf_available=True):
+    """`hf_available`: whether the Hugging Face and KerasHub names apply (neither can hold the
+    per-layer copies of the partial sharing strategies)."""
     fields = fields or {}
     rows = []
     for template in templates:
         hf = template.hf
+        keras_hub = template.keras_hub
         rows.append(WeightName(
             original=template.original.format(**fields),
             ours=ours_prefix + template.ours,
@@ -240,6 +294,10 @@ def _rows(templates, part, dims, ours_prefix="", fields=None, hf_available=True)
             model_garden=(template.model_garden.format(**fields)
                           if template.model_garden is not None else None),
             model_garden_shape=_shape(template.model_garden_shape, dims),
+            keras_hub=(keras_hub.format(**fields) if keras_hub is not None and hf_available
+                       else None),
+            keras_hub_shape=_shape(template.keras_hub_shape, dims),
+            keras_hub_transpose=template.keras_hub_transpose,
         ))
     return rows
 
@@ -271,6 +329,7 @@ def _block_fields(block: SubBlock) -> dict:
         "layer_norm": layer_norm,
         "hf": f"albert.encoder.albert_layer_groups.{block.group}.albert_layers.{block.inner}",
         "mg": "transformer",
+        "kh": f"group_{block.group}_inner_layer_{block.inner}",
     }
 
 

@@ -16,7 +16,7 @@ from albert.errors import ConfigError, InputError
 
 # Registry order is detection order: file-suffix formats first, then the two
 # kinds of TF checkpoint.
-_MODULES = ("keras_format", "hf", "savedmodel", "model_garden", "tf1")
+_MODULES = ("keras_format", "keras_hub_preset", "hf", "savedmodel", "model_garden", "tf1")
 
 
 @functools.lru_cache(maxsize=None)
@@ -47,8 +47,9 @@ def detect_format(path: str) -> str:
     for fmt in formats().values():
         if fmt.detect(path):
             return fmt.name
-    raise InputError(f"No checkpoint found at {path} (looked for a .keras file, a Hugging Face "
-                     "model.safetensors, and a TensorFlow checkpoint prefix or directory)")
+    raise InputError(f"No checkpoint found at {path} (looked for a .keras file, a KerasHub "
+                     "preset, a Hugging Face model.safetensors, and a TensorFlow checkpoint "
+                     "prefix or directory)")
 
 
 def check_can_represent(fmt: CheckpointFormat, config: AlbertConfig) -> None:

@@ -17,8 +17,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import keras
 import numpy as np
 
-from albert.checkpoints.naming import (HEADS, PRETRAINING_HEAD, all_head_names, backbone_names,
-                                       head_names, is_training_state)
+from albert.checkpoints.naming import (HEADS, MASKED_LM_HEAD, PRETRAINING_HEAD, all_head_names,
+                                       backbone_names, head_names, is_training_state)
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
 from albert.modeling import AlbertEncoder
@@ -75,6 +75,9 @@ def check_weights(weights: Weights, config: AlbertConfig, source: str,
       CheckpointMismatchError listing every missing, unexpected and mis-shaped
       variable.
     """
+    if head == PRETRAINING_HEAD and heads == "optional" and find_head(weights)[0] == MASKED_LM_HEAD:
+        # The masked LM alone (a KerasHub AlbertMaskedLM): the pretraining head's first half.
+        head = MASKED_LM_HEAD
     if head is not None and head_dims is None:
         found, dims = find_head(weights, prefer=head)
         head_dims = dims if found == head else {"C": 1} if "C" in HEADS[head].dimensions else {}

@@ -7,7 +7,9 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
+from albert.checkpoints import (ALBERT_CONFIG_FILE, assign_model_weights, find_head,
+                                model_variables, read_checkpoint)
+from albert.checkpoints.naming import MASKED_LM_HEAD, PRETRAINING_HEAD, head_names
 from albert.checkpoints.group0 import group0_weights
 from albert.config import AlbertConfig
 from albert.errors import InputError
@@ -83,8 +85,17 @@ def masked_token_counts(contract: DataContract, max_records: int = _UNIGRAM_SAMP
 
 def _assign(model, weights, source) -> None:
     """Loads the backbone (all of it) and the heads when the checkpoint has them."""
-    if "cls/predictions/output_bias" in weights:
+    head, _ = find_head(weights)
+    if head == PRETRAINING_HEAD:
         assign_model_weights(model, weights, source)
+    elif head == MASKED_LM_HEAD:
+        # A masked LM alone (a KerasHub AlbertMaskedLM has no sentence-order head).
+        assign_model_weights(model.encoder, weights, source)
+        variables = model_variables(model)
+        for row in head_names(model.encoder.albert_config, MASKED_LM_HEAD):
+            variables[row.original].assign(weights[row.original])
+        logger.warning("%s has no sentence-order head: it starts from random initialisation",
+                       source)
     else:
         assign_model_weights(model.encoder, weights, source)
         logger.warning("%s has no MLM/SOP heads: they start from random initialisation", source)

@@ -23,7 +23,7 @@ def _group0_checkpoint(tmp_path, output_format="tf1", **changes):
     return weights, str(tmp_path / output_format)
 
 
-@pytest.mark.parametrize("output_format", ["tf1", "hf", "keras", "model_garden"])
+@pytest.mark.parametrize("output_format", ["tf1", "hf", "keras", "model_garden", "keras_hub"])
 def test_every_group_starts_from_group_0(tmp_path, output_format):
     """From a checkpoint of every format (Model Garden's holds no heads)."""
     weights, path = _group0_checkpoint(tmp_path, output_format, num_hidden_layers=2)
@@ -38,6 +38,21 @@ def test_every_group_starts_from_group_0(tmp_path, output_format):
     if output_format != "model_garden":
         np.testing.assert_array_equal(loaded["cls/predictions/output_bias"],
                                       weights["cls/predictions/output_bias"])
+
+
+def test_a_keras_hub_masked_lm_starts_the_encoder_and_the_masked_lm_head(tmp_path):
+    """KerasHub's AlbertMaskedLM has no sentence-order head: that one starts afresh."""
+    pytest.importorskip("keras_hub")
+    config = tiny_config(num_hidden_layers=2)
+    weights = model_weights(AlbertPretrainer(config))
+    write_checkpoint(weights, config, str(tmp_path / "preset"), "keras_hub")
+    model = AlbertPretrainer(config)
+    fresh = model_weights(model)
+    _task(config, str(tmp_path / "preset")).initialize(model)
+    loaded = model_weights(model)
+    for name, value in loaded.items():
+        expected = fresh[name] if name.startswith("cls/seq_relationship") else weights[name]
+        np.testing.assert_array_equal(value, expected, err_msg=name)
 
 
 def test_partial_sharing_copies_start_from_the_all_shared_block(tmp_path):
