@@ -180,7 +180,8 @@ cli.run(main)
 def test_data_creation_workers_die_at_once_when_their_pool_terminates(synthetic_corpus):
     """The scripts' SIGTERM handler runs only between bytecodes: a forked data worker that
     kept it could miss `Pool.terminate()`'s SIGTERM while blocked on its task queue, and the
-    script hung at its end (seen about 1 run in 10). Workers take the default action."""
+    script hung at its end (seen in CI, and in 1 of 3 runs of one loop). Workers take the
+    default action."""
     import os
     import subprocess
 

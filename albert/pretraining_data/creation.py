@@ -198,8 +198,9 @@ def _initialise_worker(config: DataConfig) -> None:
     # `Pool.terminate()` ends the workers with SIGTERM. A forked worker inherits the
     # script's Python SIGTERM handler, which runs only between bytecodes: a signal
     # landing just before the worker blocks on the task queue's semaphore left it
-    # waiting forever and the script hung at its end (about 1 run in 10). The
-    # default action kills the worker in the kernel, whatever it is doing.
+    # waiting forever and the script hung at its end (seen in CI, and in 1 of 3 runs
+    # of one test loop). The default action kills the worker in the kernel, whatever it
+    # is doing.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _WORKER = WindowWorker(config)
 
