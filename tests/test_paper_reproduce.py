@@ -167,6 +167,9 @@ def _reproduce_command(corpus, model, glue, output):
             "--num_train_steps=8", "--train_batch_size=8", "--finetuning_steps=2"]
 
 
+# slow (about 4 minutes): the default suite keeps the runner's parts (commands, mistakes, the
+# report of stuck runs) and the Ctrl-C test, which runs a reproduction into its pretraining step.
+@pytest.mark.slow
 def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, synthetic_corpus):
     corpus, model = synthetic_corpus
     glue = tmp_path / "glue"

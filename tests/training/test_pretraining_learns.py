@@ -82,6 +82,8 @@ def _ordered_corpus(path, documents, rng, words):
     return path
 
 
+# slow (about 1 minute): the default suite keeps the masked-LM learning check.
+@pytest.mark.slow
 def test_sentence_order_is_learned_where_order_is_learnable(tmp_path):
     rng = random.Random(11)
     syllables = ["ka", "lo", "mi", "tu", "ren", "sa", "vo", "pi", "dan", "el", "or", "quis", "ba"]
