@@ -48,6 +48,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from io import BytesIO
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -62,7 +63,7 @@ from albert.pretraining_data.instances import (InstanceConfig, InstanceStatistic
 from albert.pretraining_data.masking import MaskingStatistics, MaskingVocabulary
 from albert.pretraining_data.record_shuffle import GlobalRecordShuffle
 from albert.pretraining_data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
-                                            summary_contract_fields)
+                                            documents_file_for, summary_contract_fields)
 from albert.pretraining_data.token_store import (PermutedDocuments, TokenizedDocuments,
                                                  TokenStoreWriter)
 from albert.records.tfrecord import TFRecordWriter, frame_record
@@ -165,7 +166,7 @@ class WindowWorker:
         """Instances of the documents at positions [first, last) of the shuffled corpus, in dupe round `dupe`.
 
         Returns (framed TFRecord records joined into one bytes object, their
-        lengths, their shuffle keys, statistics): one large object crosses
+        lengths, their shuffle keys, their corpus documents, statistics): one large object crosses
         the process boundary instead of thousands of small ones. Each
         document's generator, after making its instances, draws one 64-bit
         key per instance: the records' places in the output
@@ -175,7 +176,7 @@ class WindowWorker:
         documents = self._documents(shared)
         masking = MaskingStatistics.empty(config.instance.masking.ngram)
         statistics = InstanceStatistics()
-        records, keys = [], []
+        records, keys, corpus_documents = [], [], []
         for position in range(first, last):
             rng = random.Random(f"albert-pretraining-data/{config.random_seed}/{dupe}/{position}")
             instances = create_instances_from_document(
@@ -186,8 +187,10 @@ class WindowWorker:
                     instance, config.instance.max_seq_length,
                     config.instance.masking.max_predictions_per_seq)))
                 keys.append(rng.getrandbits(64))
+            # Each record's corpus document travels with it through the shuffle.
+            corpus_documents.extend([int(documents.order[position])] * len(instances))
         return (b"".join(records), [len(r) for r in records], np.asarray(keys, np.uint64),
-                statistics, masking)
+                np.asarray(corpus_documents, np.uint32), statistics, masking)
 
 
 _WORKER: Optional[WindowWorker] = None
@@ -336,12 +339,12 @@ def _create_instances(corpus: PermutedDocuments, shared, config: DataConfig, job
     def collect_oldest():
         window_documents, window_jobs = pending.popleft()
         for job in window_jobs:
-            blob, lengths, keys, statistics, masking = job.get()
+            blob, lengths, keys, corpus_documents, statistics, masking = job.get()
             framed, offset = [], 0
             for length in lengths:
                 framed.append(blob[offset:offset + length])
                 offset += length
-            shuffle.add(framed, keys)
+            shuffle.add(framed, keys, corpus_documents)
             summary.instances.merge(statistics)
             summary.masking.merge(masking)
         _advance(progress, window_documents)
@@ -531,8 +534,9 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     input_files = io.expand_file_patterns(input_patterns)
     output_files = expand_output_files(output_spec)
     summary_file = summary_file or default_summary_path(output_spec)
-    check_output_paths(output_files + [summary_file])
-    for path in output_files + [summary_file]:
+    documents_file = documents_file_for(summary_file)
+    check_output_paths(output_files + [summary_file, documents_file])
+    for path in output_files + [summary_file, documents_file]:
         for stale in io.remove_stale_temporaries(path):
             logger.info("Removed %s, left by a run that was killed", stale)
     worker = WindowWorker(config)  # fail fast on a bad tokenizer before starting workers
@@ -542,6 +546,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     jobs = _Jobs(config, num_workers, worker)
     summary = _Summary(config.instance.masking.ngram)
     counts = [0] * len(output_files)
+    record_documents = [[] for _ in output_files]
     try:
         with _terminate_as_exception(), _scratch_directory(output_files[0]) as scratch:
             progress = _progress_bar(total_input_bytes(input_files), "tokenizing", "B",
@@ -567,8 +572,9 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
                                  "no documents with tokens")
             progress = _progress_bar(shuffle.records, "writing", "records", show_progress)
             with _AtomicRecordFiles(output_files) as writers:
-                for written, record in enumerate(shuffle):
+                for written, (document, record) in enumerate(shuffle):
                     writers[written % len(writers)].write_framed(record)
+                    record_documents[written % len(writers)].append(document)
                     counts[written % len(writers)] += 1
                     if written % 4096 == 4095:
                         _advance(progress, 4096)
@@ -582,7 +588,9 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
         max_token_id=summary.instances.max_token_id,
         special_ids=SpecialIds(cls=tokenizer.cls_id, sep=tokenizer.sep_id, mask=tokenizer.mask_id),
         record_counts={io.basename(path): count for path, count in zip(output_files, counts)}))
-    report.update(input_files=input_files, output_files=output_files,
+    _write_record_documents(documents_file, output_files, record_documents)
+    report.update(documents_file=io.basename(documents_file),
+                  input_files=input_files, output_files=output_files,
                   tokenizer={"spm_model_file": config.spm_model_file,
                              "vocab_file": config.vocab_file,
                              "do_lower_case": config.do_lower_case,
@@ -590,6 +598,17 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     io.write_json_atomically(summary_file, report)
     _warn_about_single_segment_chunks(config, report)
     return report
+
+
+def _write_record_documents(path: str, output_files: List[str],
+                            record_documents: List[List[int]]) -> None:
+    """For each output file, the corpus document index of each of its records, in file order:
+    held-out records of one document share topic and style, so evaluation resamples whole
+    documents (`python -m albert.paper evaluate`)."""
+    buffer = BytesIO()
+    np.savez(buffer, **{io.basename(file): np.asarray(documents, np.uint32)
+                        for file, documents in zip(output_files, record_documents)})
+    io.write_bytes_atomically(path, buffer.getvalue())
 
 
 class _AtomicRecordFiles:

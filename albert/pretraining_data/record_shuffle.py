@@ -14,8 +14,9 @@ bucket holds about one window's records, which is the memory bound. Since
 the order is "sorted by key", it does not depend on the number of buckets,
 windows or workers.
 
-Scratch entries are the 8-byte little-endian key followed by the record as
-framed in a TFRecord file (whose own 8-byte length says where it ends).
+Scratch entries are the 8-byte little-endian key, a 4-byte tag the caller
+gives with each record (its corpus document) and the record as framed in a
+TFRecord file (whose own 8-byte length says where it ends).
 """
 
 import os
@@ -25,12 +26,14 @@ from typing import Iterator, List, Sequence, Tuple
 import numpy as np
 
 _KEY = struct.Struct("<Q")
+_TAG = struct.Struct("<I")
+_HEADER = _KEY.size + _TAG.size
 _LENGTH = struct.Struct("<Q")
 _FRAMING = 12 + 4  # TFRecord: length and its CRC before the data, the data's CRC after
 
 
 class GlobalRecordShuffle:
-    """Collects framed records with keys; iterating yields them in key order."""
+    """Collects framed records with keys and tags; iterating yields (tag, record) in key order."""
 
     def __init__(self, directory: str, num_buckets: int):
         self.num_buckets = max(1, int(num_buckets))
@@ -48,19 +51,23 @@ class GlobalRecordShuffle:
         scaled = np.asarray(keys, np.uint64).astype(np.float64) * (self.num_buckets / 2.0 ** 64)
         return np.minimum(scaled.astype(np.int64), self.num_buckets - 1)
 
-    def add(self, framed_records: Sequence[bytes], keys: Sequence[int]) -> None:
-        """Appends a batch of framed records with their keys, grouped by bucket."""
+    def add(self, framed_records: Sequence[bytes], keys: Sequence[int],
+            tags: Sequence[int]) -> None:
+        """Appends a batch of framed records with their keys and tags (uint32), grouped by
+        bucket."""
         keys = np.asarray(keys, np.uint64)
-        if len(keys) != len(framed_records):
-            raise ValueError("one key per record")
+        tags = np.asarray(tags, np.uint32)
+        if not len(keys) == len(tags) == len(framed_records):
+            raise ValueError("one key and one tag per record")
         if not len(keys):
             return
         buckets = self.bucket_of(keys)
         order = np.argsort(buckets, kind="stable")
-        sizes = np.fromiter((_KEY.size + len(record) for record in framed_records), np.int64,
+        sizes = np.fromiter((_HEADER + len(record) for record in framed_records), np.int64,
                             len(framed_records))
         bucket_sizes = np.bincount(buckets, weights=sizes, minlength=self.num_buckets)
-        self._handle.write(b"".join(_KEY.pack(int(keys[i])) + framed_records[i] for i in order))
+        self._handle.write(b"".join(_KEY.pack(int(keys[i])) + _TAG.pack(int(tags[i]))
+                                    + framed_records[i] for i in order))
         self._batches.append((self._offset, np.concatenate(
             [[0], np.cumsum(bucket_sizes.astype(np.int64))])))
         self._offset += int(sizes.sum())
@@ -73,8 +80,8 @@ class GlobalRecordShuffle:
             sizes += np.diff(cumulative)
         return sizes
 
-    def __iter__(self) -> Iterator[bytes]:
-        """The framed records, sorted by key (ties in arrival order)."""
+    def __iter__(self) -> Iterator[Tuple[int, bytes]]:
+        """(tag, framed record) pairs, sorted by key (ties in arrival order)."""
         self._handle.close()
         with open(self.path, "rb") as scratch:
             for bucket in range(self.num_buckets):
@@ -90,12 +97,13 @@ class GlobalRecordShuffle:
                 position = 0
                 while position < len(data):
                     key = _KEY.unpack_from(data, position)[0]
-                    length = _LENGTH.unpack_from(data, position + _KEY.size)[0]
-                    end = position + _KEY.size + _FRAMING + length
-                    entries.append((key, position + _KEY.size, end))
+                    tag = _TAG.unpack_from(data, position + _KEY.size)[0]
+                    length = _LENGTH.unpack_from(data, position + _HEADER)[0]
+                    end = position + _HEADER + _FRAMING + length
+                    entries.append((key, tag, position + _HEADER, end))
                     position = end
                 entries.sort(key=lambda entry: entry[0])
                 view = memoryview(data)
-                for _, start, end in entries:
-                    yield bytes(view[start:end])
+                for _, tag, start, end in entries:
+                    yield tag, bytes(view[start:end])
                 del view, data

@@ -25,7 +25,10 @@ the original's script) are described from their first record and counted.
 """
 
 import dataclasses
+from io import BytesIO
 from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from albert import io
 from albert.errors import InputError
@@ -38,6 +41,32 @@ FLOAT_FEATURES = ("masked_lm_weights",)
 OPTIONAL_FEATURES = ("token_boundary",)
 
 SUMMARY_SUFFIX = ".summary.json"
+# Beside the summary: for every output file, the corpus document of each of its records
+# (`documents_file_for`, `read_record_documents`).
+DOCUMENTS_SUFFIX = ".documents.npz"
+
+
+def documents_file_for(summary_path: str) -> str:
+    """The record-to-document file that belongs to a data summary."""
+    base = summary_path[:-len(SUMMARY_SUFFIX)] if summary_path.endswith(SUMMARY_SUFFIX) \
+        else summary_path
+    return base + DOCUMENTS_SUFFIX
+
+
+def read_record_documents(record_file: str):
+    """The corpus document index of each record of `record_file`, in file order, or None when
+    its data has no record-to-document file (made before they were written)."""
+    for summary_path, summary in _summaries_beside([record_file]).values():
+        name = summary.get("documents_file")
+        if not name:
+            return None
+        path = io.join(io.dirname(summary_path), name)
+        if not io.exists(path):
+            return None
+        arrays = np.load(BytesIO(io.read_bytes(path)), allow_pickle=False)
+        key = io.basename(record_file)
+        return np.array(arrays[key]) if key in arrays.files else None
+    return None
 SUMMARY_FORMAT_VERSION = 2
 
 

@@ -126,11 +126,14 @@ def test_the_shuffle_holds_a_bucket_at_a_time_and_is_uniform(tmp_path):
     for buckets in (1, 10, 37):
         shuffle = GlobalRecordShuffle(str(tmp_path), buckets)
         for start in range(0, len(framed), 1000):
-            shuffle.add(framed[start:start + 1000], keys[start:start + 1000])
+            shuffle.add(framed[start:start + 1000], keys[start:start + 1000],
+                        np.arange(start, start + 1000) % 7)
         sizes = shuffle.bucket_sizes()
         # Buckets are balanced: the memory of the second pass is about total / buckets.
         assert sizes.max() < 1.3 * sizes.sum() / buckets
-        orders.append([records.index(r[12:-4]) for r in shuffle])
+        found = list(shuffle)
+        orders.append([records.index(r[12:-4]) for _, r in found])
+        assert [tag for tag, _ in found] == [index % 7 for index in orders[-1]]
     assert orders[0] == orders[1] == orders[2] == list(np.argsort(keys, kind="stable"))
     # Early inputs are spread over the whole output.
     positions = np.array(orders[0])
@@ -204,3 +207,28 @@ def test_training_warns_once_about_records_not_globally_shuffled(tmp_path, block
     assert len(caplog.records) == 1
     assert "not known to hold globally shuffled records" in caplog.text
     assert "create_pretraining_data.py" in caplog.text
+
+
+def test_each_record_knows_its_corpus_document(tmp_path, blocks_corpus):
+    """The documents file beside the summary gives, per output file and in file order, the
+    corpus document each record was cut from (documents 0-299 are source a, 300-599 b, ...)."""
+    from albert.pretraining_data.schema import read_record_documents
+    from albert.pretraining_data.creation import expand_output_files
+
+    corpus, vocab = blocks_corpus
+    spec = str(tmp_path / "train.tfrecord@2")
+    summary = create_pretraining_data(corpus, spec, _config(vocab), num_workers=2,
+                                      show_progress=False)
+    assert summary["documents_file"] == "train.tfrecord.documents.npz"
+    seen = set()
+    for path in expand_output_files(spec):
+        documents = read_record_documents(path)
+        records = read_records(path, SEQ, PREDICTIONS)
+        assert len(documents) == len(records) == summary["record_counts"][os.path.basename(path)]
+        for document, record in zip(documents, records):
+            assert _segment_sources(record)[0] == document // 300
+        seen.update(documents.tolist())
+    # Nearly every document yields records (a few short ones may not).
+    assert len(seen) > 0.9 * 900 and max(seen) < 900
+    os.remove(str(tmp_path / "train.tfrecord.documents.npz"))  # data made before the file
+    assert read_record_documents(expand_output_files(spec)[0]) is None
