@@ -7,17 +7,21 @@ import json
 import os
 import sys
 
+import numpy as np
+
 from albert import io
 from albert.cli import report_interrupt
 from albert.config import AlbertConfig
 from albert.datasets.demo_corpus import require_demo_packages
 from albert.errors import AlbertError, InputError
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
+from albert.evaluation.document_bootstrap import RESAMPLES, document_counts, margin_summary
 from albert.paper.params import format_markdown, parameter_rows
 from albert.paper.report import build_report, write_report
-from albert.paper.reproduce import Reproduction, evaluate_checkpoint
+from albert.paper.reproduce import Reproduction, evaluate_checkpoint, sentence_predictions
 from albert.paper.scales import SCALES
 from albert.paper.tables import TABLES
+from albert.pretraining_data.schema import read_record_documents
 
 
 def _params(args) -> int:
@@ -105,9 +109,14 @@ def _evaluate(args) -> int:
             raise InputError(f"--records: {path} is not a file")
     config = AlbertConfig.from_json_file(args.albert_config_file)
     counts = {path: sentence_label_counts(path) for path in records}
+    documents = {path: _record_documents(path, counts[path].total) for path in records}
+    per_document = {path: [] for path in records}
     results = []
     for checkpoint in checkpoints:
         for path in records:
+            labels, predicted = sentence_predictions(checkpoint, config, path,
+                                                     args.eval_batch_size)
+            per_document[path].append(document_counts(documents[path], labels, predicted))
             metrics = evaluate_checkpoint(checkpoint, config, path, args.eval_batch_size)
             accuracy = metrics["sentence_order_accuracy"]
             metrics.update(
@@ -115,16 +124,45 @@ def _evaluate(args) -> int:
                 standard_errors_above_chance=counts[path].margin(accuracy),
                 recall_by_label=recall_by_label(accuracy, metrics["sentence_order_label_one"],
                                                 metrics["sentence_order_predicted_one"]))
+            intervals = margin_summary(per_document[path][-1:], args.resamples)
+            del intervals["accuracy"], intervals["majority_share"]  # in metrics already
+            metrics.update(intervals)
             results.append({"checkpoint": checkpoint, "records": path, **metrics})
+            print(f"{checkpoint} on {path}: margin {intervals['margin']:+.4f}, document "
+                  f"bootstrap 95 % interval [{intervals['margin_ci95'][0]:+.4f}, "
+                  f"{intervals['margin_ci95'][1]:+.4f}] ({intervals['documents']} documents, "
+                  f"{intervals['pairs']} pairs)", flush=True)
             print(f"{checkpoint} on {path}: masked-LM accuracy "
                   f"{metrics['masked_lm_accuracy']:.4f}, sentence accuracy {accuracy:.4f} "
                   f"({metrics['standard_errors_above_chance']:+.1f} SE above the majority share "
                   f"{counts[path].majority_share:.4f}), recall by label "
                   f"{metrics['recall_by_label']['0']:.3f} / {metrics['recall_by_label']['1']:.3f}",
                   flush=True)
+    if args.seeds_of_one_cell and len(checkpoints) > 1:
+        for path in records:
+            pooled = margin_summary(per_document[path], args.resamples)
+            results.append({"checkpoints": checkpoints, "records": path, "pooled": pooled})
+            print(f"{len(checkpoints)} seeds pooled on {path}: margin {pooled['margin']:+.4f}, "
+                  f"document bootstrap 95 % interval [{pooled['margin_ci95'][0]:+.4f}, "
+                  f"{pooled['margin_ci95'][1]:+.4f}]", flush=True)
     io.write_json_atomically(args.output, results)
     print(f"Wrote {args.output}")
     return 0
+
+
+def _record_documents(path: str, pairs: int):
+    """The corpus document of each record of `path`, or one document per record (with a
+    warning) for data made before create_pretraining_data wrote them."""
+    documents = read_record_documents(path)
+    if documents is None:
+        print(f"WARNING: {path} has no documents file beside its summary (data made by an older "
+              "create_pretraining_data.py): its intervals treat every pair as its own document, "
+              "as the naive standard error does, and cannot be clustered", file=sys.stderr)
+        return np.arange(pairs)
+    if len(documents) != pairs:
+        raise InputError(f"{path} has {pairs} records but its documents file lists "
+                         f"{len(documents)}: the documents file does not belong to these records")
+    return documents
 
 
 def main(argv=None) -> int:
@@ -165,7 +203,8 @@ def main(argv=None) -> int:
                            help="override the scale's fine-tuning steps")
     evaluate = commands.add_parser(
         "evaluate", help="masked-LM and sentence accuracy of checkpoints on held-out records, "
-                         "against each set's majority share, with each label's recall")
+                         "the margin over each set's majority share with a document-level "
+                         "bootstrap interval, and each label's recall")
     evaluate.add_argument("--albert_config_file", required=True)
     evaluate.add_argument("--checkpoints", required=True,
                           help="comma-separated checkpoint prefixes (model.ckpt-N)")
@@ -174,6 +213,11 @@ def main(argv=None) -> int:
                                "set and a held-out SOP set)")
     evaluate.add_argument("--output", required=True, help="JSON file to write (must not exist)")
     evaluate.add_argument("--eval_batch_size", type=int, default=256)
+    evaluate.add_argument("--seeds_of_one_cell", action="store_true",
+                          help="the checkpoints are seeds of one cell: also report each set's "
+                               "margin pooled over them (documents and seeds resampled)")
+    evaluate.add_argument("--resamples", type=int, default=RESAMPLES,
+                          help="document-bootstrap resamples per interval")
     args = parser.parse_args(argv)
     try:
         return {"params": _params, "reproduce": _reproduce,

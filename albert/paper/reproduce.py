@@ -27,6 +27,9 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
+import numpy as np
+import tensorflow as tf
+
 from albert import io
 from albert.checkpoints import assign_model_weights, read_checkpoint
 from albert.checkpoints.keras_format import build_model
@@ -35,6 +38,7 @@ from albert.errors import InputError, RunInterrupted
 from albert.finetuning_data.glue import TASKS
 from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
+from albert.pretraining_data.inputs import PretrainingParser
 from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.tokenization import load_tokenizer
@@ -339,12 +343,17 @@ def _best_dev_metric(run_dir: str) -> dict:
     return {"metric": metric, "value": best[metric], "step": best["step"]}
 
 
-def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) -> dict:
-    """Pretraining metrics of a checkpoint on every record of `records` (the library path
-    run_pretraining.py's evaluation takes)."""
+def _pretrainer(checkpoint: str, config):
     weights, _ = read_checkpoint(checkpoint, "auto", config, heads="required")
     model = build_model(config, "pretraining")
     assign_model_weights(model, weights, checkpoint)
+    return model
+
+
+def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) -> dict:
+    """Pretraining metrics of a checkpoint on every record of `records` (the library path
+    run_pretraining.py's evaluation takes)."""
+    model = _pretrainer(checkpoint, config)
     contract = load_data_contract([records])
     task = PretrainingTask(config=config, train_data=contract, eval_data=contract)
     settings = TrainerConfig(output_dir="", num_train_steps=0, train_batch_size=batch_size,
@@ -353,3 +362,17 @@ def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) 
     metrics = task.evaluate(model, settings)
     metrics["examples"] = contract.total_records
     return metrics
+
+
+def sentence_predictions(checkpoint: str, config, records: str, batch_size: int):
+    """(labels, predicted labels) of the sentence head on every record of `records`, in file
+    order: what document-level intervals resample."""
+    model = _pretrainer(checkpoint, config)
+    parser = PretrainingParser(load_data_contract([records]).schema)
+    labels, predicted = [], []
+    for batch in tf.data.TFRecordDataset([records]).batch(batch_size).map(
+            lambda serialized: parser(serialized, None)):
+        logits = model(batch, training=False)["sentence_order_logits"]
+        labels.append(np.reshape(batch["next_sentence_labels"], [-1]))
+        predicted.append(np.argmax(np.asarray(logits), axis=-1))
+    return np.concatenate(labels), np.concatenate(predicted)

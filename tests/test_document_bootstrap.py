@@ -1,0 +1,110 @@
+"""Margins with intervals that resample whole documents (albert.evaluation.document_bootstrap)
+and `python -m albert.paper evaluate`, which reports them."""
+
+import json
+
+import numpy as np
+import pytest
+
+from albert.evaluation.document_bootstrap import (document_counts, interval, margin_draws,
+                                                  margin_summary)
+
+
+def _evaluation(rng, documents, pairs_per_document, document_dependent):
+    """Balanced labels; each document's pairs right at a rate of its own (0.3 or 0.8) when
+    `document_dependent`, else every pair at the set's rate (0.55)."""
+    ids = np.repeat(np.arange(documents), pairs_per_document)
+    labels = rng.integers(0, 2, len(ids))
+    if document_dependent:
+        rates = np.where(rng.random(documents) < 0.5, 0.3, 0.8)[ids]
+    else:
+        rates = np.full(len(ids), 0.55)
+    right = rng.random(len(ids)) < rates
+    return ids, labels, np.where(right, labels, 1 - labels)
+
+
+def _width(evaluation):
+    low, high = margin_summary([document_counts(*evaluation)], resamples=2000)["margin_ci95"]
+    return high - low
+
+
+def test_few_documents_give_a_wider_interval_than_many_when_correctness_follows_documents():
+    rng = np.random.default_rng(0)
+    few = _evaluation(rng, 10, 400, document_dependent=True)      # 4,000 pairs each
+    many = _evaluation(rng, 1000, 4, document_dependent=True)
+    assert _width(few) > 3 * _width(many)
+    # With correctness independent of the document, clustering changes little.
+    independent_few = _evaluation(rng, 10, 400, document_dependent=False)
+    independent_many = _evaluation(rng, 1000, 4, document_dependent=False)
+    assert 0.6 < _width(independent_few) / _width(independent_many) < 1.6
+
+
+def test_the_naive_error_is_reported_beside_the_clustered_interval():
+    rng = np.random.default_rng(1)
+    summary = margin_summary([document_counts(*_evaluation(rng, 10, 400, True))],
+                             resamples=2000)
+    assert summary["documents"] == 10 and summary["pairs"] == 4000
+    # The naive error treats 4,000 pairs as independent: far narrower than the documents allow.
+    naive_width = 2 * 1.96 * summary["naive_standard_error"]
+    low, high = summary["margin_ci95"]
+    assert high - low > 3 * naive_width
+    assert low <= summary["margin"] <= high
+
+
+def test_paired_draws_resample_the_same_documents_for_every_evaluation():
+    rng = np.random.default_rng(2)
+    ids, labels, predicted = _evaluation(rng, 50, 20, True)
+    counts = document_counts(ids, labels, predicted)
+    first, second = margin_draws([[counts], [counts]], resamples=500)
+    np.testing.assert_array_equal(first, second)
+    # Seeds are resampled too: two different seeds widen nothing when they agree exactly.
+    pooled = margin_draws([[counts, counts]], resamples=500)[0]
+    assert interval(pooled) == pytest.approx(interval(first), abs=0.02)
+
+
+def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synthetic_corpus,
+                                                                  capsys):
+    from albert.checkpoints import model_weights, write_checkpoint
+    from albert.modeling import AlbertPretrainer
+    from albert.paper.__main__ import main
+    from albert.pretraining_data.creation import DataConfig, create_pretraining_data
+    from albert.pretraining_data.instances import InstanceConfig
+    from albert.pretraining_data.masking import MaskingConfig
+    from conftest import tiny_config
+
+    corpus, spm = synthetic_corpus
+    records = str(tmp_path / "heldout-sop.tfrecord")
+    create_pretraining_data(corpus, records, DataConfig(
+        instance=InstanceConfig(max_seq_length=32, masking=MaskingConfig(
+            max_predictions_per_seq=5)), spm_model_file=spm, dupe_factor=1),
+        show_progress=False)
+    config = tiny_config(vocab_size=1200, max_position_embeddings=64)
+    checkpoints = []
+    for seed in (1, 2):
+        directory = tmp_path / f"seed{seed}"
+        write_checkpoint(model_weights(AlbertPretrainer(config)), config, str(directory), "tf1")
+        checkpoints.append(str(directory / "model.ckpt-best"))
+    output = tmp_path / "heldout.json"
+    status = main(["evaluate", f"--albert_config_file={tmp_path / 'seed1' / 'albert_config.json'}",
+                   f"--checkpoints={','.join(checkpoints)}", f"--records={records}",
+                   f"--output={output}", "--seeds_of_one_cell", "--resamples=300"])
+    assert status == 0
+    results = json.loads(output.read_text())
+    per_seed = [row for row in results if "checkpoint" in row]
+    pooled = [row["pooled"] for row in results if "pooled" in row]
+    assert len(per_seed) == 2 and len(pooled) == 1
+    for row in per_seed + pooled:
+        assert 300 < row["documents"] <= 400 and row["pairs"] > row["documents"]
+        low, high = row["margin_ci95"]
+        assert low <= row["margin"] <= high and row["naive_standard_error"] > 0
+    assert pooled[0]["seeds"] == 2
+    assert pooled[0]["margin"] == pytest.approx(np.mean([row["margin"] for row in per_seed]))
+    # Data made before the documents file: still evaluated, pair by pair, with a warning.
+    (tmp_path / "heldout-sop.tfrecord.documents.npz").unlink()
+    status = main(["evaluate", f"--albert_config_file={tmp_path / 'seed1' / 'albert_config.json'}",
+                   f"--checkpoints={checkpoints[0]}", f"--records={records}",
+                   f"--output={tmp_path / 'old.json'}", "--resamples=300"])
+    assert status == 0
+    assert "cannot be clustered" in capsys.readouterr().err
+    old = json.loads((tmp_path / "old.json").read_text())[0]
+    assert old["documents"] == old["pairs"]
