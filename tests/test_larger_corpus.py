@@ -99,3 +99,16 @@ def test_wrong_archives_are_refused_with_one_line(tmp_path):
                         f"--python_doc_archive={tmp_path / 'not.deb'}")
     assert_clean_failure(result, "--brown_archive=", "is not a file")
     assert not (tmp_path / "out").exists()
+
+
+def test_python_nodes_held_out_leave_the_training_text():
+    from albert.datasets.larger_corpus import hold_out
+
+    nodes = [[f"node {i} sentence one.", f"node {i} sentence two."] for i in range(50)]
+    kept, held = hold_out(nodes, 20)
+    assert len(held) == 20 and len(kept) == 30
+    assert sorted(map(tuple, kept + held)) == sorted(map(tuple, nodes))  # a partition
+    assert hold_out(nodes, 20) == (kept, held)  # the same nodes every time
+    assert [nodes.index(node) for node in held] == sorted(nodes.index(node) for node in held)
+    with pytest.raises(InputError, match="has 50"):
+        hold_out(nodes, 51)

