@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from albert.checkpoints.naming import count_parameters
@@ -109,6 +110,47 @@ def test_cpu_scale_pretrains_in_bfloat16_only_where_this_cpu_has_it(tmp_path, mo
                     for name in ("cpu", "tiny")}
         assert f"--mixed_precision={expected}" in commands["cpu"]
         assert not any(arg.startswith("--mixed_precision") for arg in commands["tiny"])
+
+
+def test_seeds_run_into_their_own_directories_with_their_own_seed_and_warm_start(tmp_path):
+    from albert.paper import reproduce
+
+    runner = reproduce.Reproduction(str(tmp_path), SCALES["cpu"], "c", "h", execute=False,
+                                    seeds=2)
+    warm = next(cell for cell in TABLES[11].cells if cell.warm_start_from is not None)
+    first, second = runner.pretraining_command(warm, 1), runner.pretraining_command(warm, 2)
+    # Seed 1 is the single-seed run, unchanged: earlier tables count as their first seed.
+    assert runner.run_dir(warm, 1) == str(tmp_path / "runs" / warm.run_name)
+    assert not any(arg.startswith("--random_seed") for arg in first)
+    assert "--random_seed=2" in second
+    assert f"--output_dir={runner.run_dir(warm, 2)}/pretraining" in second
+    assert f"--init_checkpoint={runner.final_checkpoint(warm.warm_start_from, 2)}" in second
+    assert runner.run_dir(warm, 2).endswith(f"{warm.run_name}-seed2")
+
+
+def test_a_cells_seeds_pool_into_one_margin_with_a_document_interval():
+    from albert.paper.reproduce import pool_seeds
+
+    rng = np.random.default_rng(0)
+
+    def seed_result(seed, rate):
+        documents = np.arange(40)
+        pairs = rng.integers(5, 15, 40)
+        label_one = np.array([rng.integers(0, n + 1) for n in pairs])
+        correct = np.round(pairs * rate).astype(int)
+        counts = {"documents": documents.tolist(), "pairs": pairs.tolist(),
+                  "correct": correct.tolist(), "label_one": label_one.tolist()}
+        return {"cell": "SOP", "random_seed": seed, "downstream": {}, "commands": [],
+                "intrinsic": {"MLM acc": 0.1 * seed, "NSP acc": rate, "SOP acc": rate,
+                              "documents": {"NSP acc": counts, "SOP acc": counts}}}
+
+    pooled = pool_seeds([seed_result(1, 0.6), seed_result(2, 0.7)])
+    assert pooled["intrinsic"]["MLM acc"] == pytest.approx(0.15)
+    assert len(pooled["seeds"]) == 2
+    margin = pooled["pooled_margins"]["NSP acc"]
+    assert margin["seeds"] == 2 and margin["documents"] == 40
+    low, high = margin["margin_ci95"]
+    assert low < margin["margin"] < high
 
 
 def _text(path: str) -> str:

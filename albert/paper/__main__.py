@@ -67,13 +67,15 @@ def _reproduce(args) -> int:
     glue_dir = {"demo": "demo", "none": None, "": None}.get(args.glue_dir, args.glue_dir)
     if glue_dir not in (None, "demo") and not os.path.isdir(glue_dir):
         raise InputError(f"--glue_dir={glue_dir} is not a directory")
+    if args.seeds < 1:
+        raise InputError(f"--seeds={args.seeds}: at least 1")
     cells = _select_cells(table, args.cells)
     execute = args.run or scale.runs_by_default
     reproduction = Reproduction(args.output_dir, scale, os.path.abspath(args.corpus),
                                 os.path.abspath(args.heldout),
                                 args.spm_model_file and os.path.abspath(args.spm_model_file),
                                 glue_dir if glue_dir in (None, "demo") else os.path.abspath(glue_dir),
-                                execute=execute)
+                                execute=execute, seeds=args.seeds)
     if glue_dir == "demo":
         require_demo_packages()
     results = reproduction.run_table(table, cells)
@@ -201,6 +203,11 @@ def main(argv=None) -> int:
                            help="override the scale's pretraining batch size")
     reproduce.add_argument("--finetuning_steps", type=int, default=None,
                            help="override the scale's fine-tuning steps")
+    reproduce.add_argument("--seeds", type=int, default=1,
+                           help="train every cell this many times (seed 1 is the default seed, "
+                                "seed k > 1 runs with --random_seed=k into runs/<cell>-seed<k>); "
+                                "the table shows the mean and each sentence set's margin pooled "
+                                "over seeds with its document-level interval")
     evaluate = commands.add_parser(
         "evaluate", help="masked-LM and sentence accuracy of checkpoints on held-out records, "
                          "the margin over each set's majority share with a document-level "

@@ -1,8 +1,11 @@
 """table<N>.md / .json / .png: our cells beside the paper's printed numbers.
 
 Each cell is two rows: the paper's, then ours. Our intrinsic columns are the
-final checkpoint's held-out accuracies (%), our downstream columns the best
-dev score of run_classifier.py (%, the paper's dev early stopping). A column
+final checkpoint's held-out accuracies (%; with `--seeds`, the mean over
+seeds, and each sentence set's margin over its majority share with a
+document-level bootstrap interval in the notes), our downstream columns the
+best dev score of run_classifier.py (%, the paper's dev early stopping; the
+first seed's). A column
 we have no data for says so ("no data"); nothing is filled in from
 elsewhere.
 """
@@ -10,8 +13,11 @@ elsewhere.
 import os
 from typing import Dict, List, Optional
 
+import numpy as np
+
 from albert import io
 from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, sentence_label_counts
+from albert.evaluation.document_bootstrap import DocumentCounts
 from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
 from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
 from albert.training.run_directory import read_train_log
@@ -81,7 +87,10 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
                      "paper": {column: paper.get(column, "–") for column in columns},
                      "ours": our_values(result), "intrinsic": result["intrinsic"],
                      "downstream": result["downstream"], "commands": result["commands"],
-                     "above_chance": chance_margins(result["intrinsic"], counts),
+                     "above_chance": ({} if "pooled_margins" in result
+                                      else chance_margins(result["intrinsic"], counts)),
+                     "margins": result.get("pooled_margins", {}),
+                     "seed_margins": _seed_margins(result),
                      "findings": run_findings(reproduction.run_dir(cell), result["intrinsic"])})
     notes = [f"Ours: scale `{reproduction.scale.name}` ({describe_scale(reproduction)}); "
              "the paper: BookCorpus + Wikipedia, batch 4096, sequence length 512, 125,000 steps.",
@@ -95,6 +104,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
     if demo_glue:
         notes.append(DEMO_NOTE)
     notes += [_margin_note(row) for row in rows if row["above_chance"]]
+    notes += [_interval_note(row) for row in rows if row["margins"]]
     notes += [f"{row['cell']}: {'; '.join(row['findings'])}." for row in rows if row["findings"]]
     return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
             "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
@@ -126,6 +136,30 @@ def _chance_note(counts: dict) -> str:
 def _margin_note(row: dict) -> str:
     parts = [f"{column} {margin:+.1f} SE" for column, margin in row["above_chance"].items()]
     return f"{row['cell']}: above chance by {', '.join(parts)}."
+
+
+def _seed_margins(result: dict) -> Dict[str, List[float]]:
+    """Each seed's margin (accuracy − majority share) per sentence set, where recorded."""
+    margins: Dict[str, List[float]] = {}
+    for seed_result in result.get("seeds", []):
+        for column, counts in seed_result["intrinsic"].get("documents", {}).items():
+            margins.setdefault(column, []).append(round(DocumentCounts(
+                **{field: np.asarray(values) for field, values in counts.items()}).margin(), 4))
+    return margins
+
+
+def _interval_note(row: dict) -> str:
+    parts = []
+    for column, pooled in row["margins"].items():
+        low, high = pooled["margin_ci95"]
+        seeds = row["seed_margins"].get(column, [])
+        parts.append(f"{column.split()[0]} margin {100 * pooled['margin']:+.1f} points, document "
+                     f"bootstrap 95 % interval [{100 * low:+.1f}, {100 * high:+.1f}] "
+                     f"({pooled['seeds']} seed{'s' if pooled['seeds'] > 1 else ''}"
+                     + (f": {', '.join(f'{100 * m:+.1f}' for m in seeds)}" if len(seeds) > 1
+                        else "")
+                     + f"; {pooled['documents']:,} documents, {pooled['pairs']:,} pairs)")
+    return f"{row['cell']}: {'; '.join(parts)}."
 
 
 def describe_scale(reproduction: Reproduction) -> str:

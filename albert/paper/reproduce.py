@@ -39,7 +39,8 @@ from albert.finetuning_data.glue import TASKS
 from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
 from albert.pretraining_data.inputs import PretrainingParser
-from albert.pretraining_data.schema import load_data_contract
+from albert.evaluation.document_bootstrap import DocumentCounts, document_counts, margin_summary
+from albert.pretraining_data.schema import load_data_contract, read_record_documents
 from albert.tasks.pretraining import PretrainingTask
 from albert.tokenization import load_tokenizer
 from albert.training.cpu_features import resolve_mixed_precision
@@ -70,6 +71,7 @@ class Reproduction:
     glue_dir: Optional[str] = None
     python: str = sys.executable
     execute: bool = True  # False: write configs and commands only
+    seeds: int = 1  # trainings of every cell (seed 1 is run_pretraining.py's default seed)
 
     def __post_init__(self):
         self.output_dir = os.path.abspath(self.output_dir)
@@ -88,11 +90,12 @@ class Reproduction:
         kind = "nsp" if sentence_task == "NSP" else "sop"
         return self.path("data", f"{split}-{kind}.tfrecord")
 
-    def run_dir(self, cell: Cell) -> str:
-        return self.path("runs", cell.run_name)
+    def run_dir(self, cell: Cell, seed: int = 1) -> str:
+        """Seed 1 keeps the single-seed directory, so earlier runs count as its first seed."""
+        return self.path("runs", cell.run_name if seed == 1 else f"{cell.run_name}-seed{seed}")
 
-    def final_checkpoint(self, cell: Cell) -> str:
-        return os.path.join(self.run_dir(cell), "pretraining",
+    def final_checkpoint(self, cell: Cell, seed: int = 1) -> str:
+        return os.path.join(self.run_dir(cell, seed), "pretraining",
                             f"model.ckpt-{self.scale.num_train_steps}")
 
     # ------------------------------------------------------------- commands
@@ -200,14 +203,18 @@ class Reproduction:
             config = dataclasses.replace(config, vocab_size=vocab_size)
         return config
 
-    def _settings(self, cell: Cell, config) -> dict:
-        return {"run_name": cell.run_name, "albert_config": config.to_dict(),
-                "sentence_task": cell.sentence_task,
-                "warm_start_from": cell.warm_start_from.run_name if cell.warm_start_from else None,
-                "scale": scale_settings(self.scale)}
+    def _settings(self, cell: Cell, config, seed: int = 1) -> dict:
+        settings = {"run_name": cell.run_name, "albert_config": config.to_dict(),
+                    "sentence_task": cell.sentence_task,
+                    "warm_start_from": (cell.warm_start_from.run_name if cell.warm_start_from
+                                        else None),
+                    "scale": scale_settings(self.scale)}
+        if seed > 1:
+            settings["random_seed"] = seed
+        return settings
 
-    def pretraining_command(self, cell: Cell) -> List[str]:
-        scale, run_dir = self.scale, self.run_dir(cell)
+    def pretraining_command(self, cell: Cell, seed: int = 1) -> List[str]:
+        scale, run_dir = self.scale, self.run_dir(cell, seed)
         command = [self.python, "run_pretraining.py",
                    f"--albert_config_file={run_dir}/albert_config.json",
                    f"--input_file={self.records('train', cell.sentence_task)}",
@@ -226,17 +233,21 @@ class Reproduction:
             command.append(f"--mixed_precision={resolve_mixed_precision(scale.mixed_precision)}")
         if cell.sentence_task == "None":
             command.append("--nosentence_objective")
+        if seed > 1:
+            command.append(f"--random_seed={seed}")
         if cell.warm_start_from is not None:
-            command.append(f"--init_checkpoint={self.final_checkpoint(cell.warm_start_from)}")
+            command.append("--init_checkpoint="
+                           + self.final_checkpoint(cell.warm_start_from, seed))
         return command
 
-    def finetuning_command(self, cell: Cell, task: str, data_dir: str) -> List[str]:
+    def finetuning_command(self, cell: Cell, task: str, data_dir: str,
+                           seed: int = 1) -> List[str]:
         settings = self.scale.finetuning(task)
-        run_dir = self.run_dir(cell)
+        run_dir = self.run_dir(cell, seed)
         steps = settings["train_step"]
         return [self.python, "run_classifier.py", f"--task_name={TASKS[task].directory}",
                 f"--data_dir={data_dir}", f"--albert_config_file={run_dir}/albert_config.json",
-                f"--init_checkpoint={self.final_checkpoint(cell)}",
+                f"--init_checkpoint={self.final_checkpoint(cell, seed)}",
                 f"--spm_model_file={self.vocab_model}",
                 f"--output_dir={run_dir}/finetuning-{TASKS[task].directory}",
                 f"--max_seq_length={min(settings['max_seq_length'], self.scale.max_seq_length)}",
@@ -246,14 +257,19 @@ class Reproduction:
                 f"--warmup_step={settings['warmup_step']}",
                 f"--save_checkpoints_steps={max(1, steps // 5)}"]
 
-    def run_cell(self, cell: Cell, index: int, total: int) -> dict:
-        run_dir = self.run_dir(cell)
+    def run_cell(self, cell: Cell, index: int, total: int, seed: int = 1) -> dict:
+        run_dir = self.run_dir(cell, seed)
+        label = cell.label if self.seeds == 1 else f"{cell.label}, seed {seed}"
         result_path = os.path.join(run_dir, RESULT)
         if io.exists(result_path):
-            print(f"[{index}/{total}] {cell.label}: finished earlier ({result_path})", flush=True)
-            return io.read_json(result_path)
+            print(f"[{index}/{total}] {label}: finished earlier ({result_path})", flush=True)
+            result = io.read_json(result_path)
+            if self.execute and "documents" not in result["intrinsic"]:
+                # Finished before runs recorded per-document counts: add them now.
+                result["intrinsic"] = self.intrinsic(cell, self.cell_config(cell), seed)
+            return result
         config = self.cell_config(cell)
-        settings = self._settings(cell, config)
+        settings = self._settings(cell, config, seed)
         settings_path = os.path.join(run_dir, "settings.json")
         if io.exists(settings_path) and io.read_json(settings_path) != settings:
             raise InputError(f"{run_dir} was started with other settings ({settings_path}); "
@@ -262,39 +278,57 @@ class Reproduction:
         io.write_json_atomically(settings_path, settings)
         io.write_text_atomically(os.path.join(run_dir, "albert_config.json"),
                                  config.to_json_string())
-        print(f"\n[{index}/{total}] {cell.label}: {cell.run_name}", flush=True)
+        print(f"\n[{index}/{total}] {label}: {os.path.basename(run_dir)}", flush=True)
         log = os.path.join(run_dir, "commands.sh")
         if io.exists(log):
             os.remove(log)  # rewritten below with this run's commands
-        self._run(self.pretraining_command(cell), log)
+        self._run(self.pretraining_command(cell, seed), log)
         tasks = self.glue_tasks()
         for task, data_dir in tasks.items():
-            self._run(self.finetuning_command(cell, task, data_dir), log)
+            self._run(self.finetuning_command(cell, task, data_dir, seed), log)
         if not self.execute:
             return {}
         result = {"cell": cell.label, "run_name": cell.run_name, "albert_config": config.to_dict(),
-                  "parameters": _parameters(config),
-                  "intrinsic": self.intrinsic(cell, config),
+                  "random_seed": seed, "parameters": _parameters(config),
+                  "intrinsic": self.intrinsic(cell, config, seed),
                   "downstream": {task: _best_dev_metric(
                       os.path.join(run_dir, f"finetuning-{_directory(task)}")) for task in tasks},
                   "commands": io.read_text(log).splitlines()}
         io.write_json_atomically(result_path, result)
         return result
 
-    def intrinsic(self, cell: Cell, config) -> dict:
-        """Masked-LM accuracy and sentence-pair accuracy on both held-out sets, final checkpoint."""
-        path = os.path.join(self.run_dir(cell), "intrinsic.json")
+    def intrinsic(self, cell: Cell, config, seed: int = 1) -> dict:
+        """Masked-LM accuracy and sentence-pair accuracy on both held-out sets, final checkpoint,
+        and per held-out document the pairs, correct answers and label-1 pairs (`documents`,
+        when the records have a documents file) that document-level intervals resample."""
+        path = os.path.join(self.run_dir(cell, seed), "intrinsic.json")
+        checkpoint = self.final_checkpoint(cell, seed)
         if io.exists(path):
-            return io.read_json(path)
-        nsp = evaluate_checkpoint(self.final_checkpoint(cell), config,
-                                  self.records("heldout", "NSP"), self.scale.eval_batch_size)
-        sop = evaluate_checkpoint(self.final_checkpoint(cell), config,
-                                  self.records("heldout", "SOP"), self.scale.eval_batch_size)
-        metrics = {"MLM acc": sop["masked_lm_accuracy"],
-                   "NSP acc": nsp["sentence_order_accuracy"],
-                   "SOP acc": sop["sentence_order_accuracy"],
-                   "MLM acc (NSP held-out set)": nsp["masked_lm_accuracy"],
-                   "heldout_sop": sop, "heldout_nsp": nsp}
+            metrics = io.read_json(path)
+        else:
+            nsp = evaluate_checkpoint(checkpoint, config, self.records("heldout", "NSP"),
+                                      self.scale.eval_batch_size)
+            sop = evaluate_checkpoint(checkpoint, config, self.records("heldout", "SOP"),
+                                      self.scale.eval_batch_size)
+            metrics = {"MLM acc": sop["masked_lm_accuracy"],
+                       "NSP acc": nsp["sentence_order_accuracy"],
+                       "SOP acc": sop["sentence_order_accuracy"],
+                       "MLM acc (NSP held-out set)": nsp["masked_lm_accuracy"],
+                       "heldout_sop": sop, "heldout_nsp": nsp}
+        if "documents" not in metrics:
+            counts = {}
+            for kind in ("NSP", "SOP"):
+                records = self.records("heldout", kind)
+                documents = read_record_documents(records)
+                if documents is None:
+                    break
+                labels, predicted = sentence_predictions(checkpoint, config, records,
+                                                         self.scale.eval_batch_size)
+                found = document_counts(documents, labels, predicted)
+                counts[f"{kind} acc"] = {field: getattr(found, field).tolist() for field in
+                                         ("documents", "pairs", "correct", "label_one")}
+            else:
+                metrics["documents"] = counts
         io.write_json_atomically(path, metrics)
         return metrics
 
@@ -306,13 +340,36 @@ class Reproduction:
                 self._run([self.python, "-m", "albert.datasets", "glue-demo",
                            f"--output_dir={self.glue_dir}"])
         self.prepare_data(cells)
-        needed = _with_warm_starts(cells)
-        results = []
-        for index, cell in enumerate(needed, 1):
-            result = self.run_cell(cell, index, len(needed))
-            if cell in cells:
-                results.append(result)
-        return results
+        needed = [(cell, seed) for cell in _with_warm_starts(cells)
+                  for seed in range(1, self.seeds + 1)]
+        by_cell: Dict[str, List[dict]] = {}
+        for index, (cell, seed) in enumerate(needed, 1):
+            result = self.run_cell(cell, index, len(needed), seed)
+            by_cell.setdefault(cell.run_name, []).append(result)
+        return [pool_seeds(by_cell[cell.run_name]) for cell in cells] if self.execute else []
+
+
+def pool_seeds(results: List[dict]) -> dict:
+    """One cell's result from its seeds' results: the first seed's, with the intrinsic
+    accuracies averaged over seeds, every seed's result under `seeds`, and (where every seed
+    has per-document counts) each sentence set's pooled margin with its document-level
+    interval under `pooled_margins`."""
+    if len(results) == 1 and "documents" not in results[0].get("intrinsic", {}):
+        return results[0]
+    pooled = dict(results[0], seeds=results)
+    intrinsic = dict(results[0]["intrinsic"])
+    for column in ("MLM acc", "NSP acc", "SOP acc"):
+        values = [result["intrinsic"].get(column) for result in results]
+        if all(value is not None for value in values):
+            intrinsic[column] = float(np.mean(values))
+    pooled["intrinsic"] = intrinsic
+    if all("documents" in result["intrinsic"] for result in results):
+        pooled["pooled_margins"] = {
+            column: margin_summary([DocumentCounts(**{field: np.asarray(values) for field, values
+                                                      in result["intrinsic"]["documents"][column]
+                                                      .items()}) for result in results])
+            for column in results[0]["intrinsic"]["documents"]}
+    return pooled
 
 
 def _with_warm_starts(cells: List[Cell]) -> List[Cell]:

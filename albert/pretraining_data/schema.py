@@ -56,17 +56,17 @@ def documents_file_for(summary_path: str) -> str:
 def read_record_documents(record_file: str):
     """The corpus document index of each record of `record_file`, in file order, or None when
     its data has no record-to-document file (made before they were written)."""
-    for summary_path, summary in _summaries_beside([record_file]).values():
-        name = summary.get("documents_file")
-        if not name:
-            return None
-        path = io.join(io.dirname(summary_path), name)
-        if not io.exists(path):
-            return None
-        arrays = np.load(BytesIO(io.read_bytes(path)), allow_pickle=False)
-        key = io.basename(record_file)
-        return np.array(arrays[key]) if key in arrays.files else None
-    return None
+    described = _summaries_beside([record_file]).get(record_file)
+    if described is None:
+        return None
+    summary_path, summary = described
+    name = summary.get("documents_file")
+    path = io.join(io.dirname(summary_path), name) if name else None
+    if path is None or not io.exists(path):
+        return None
+    arrays = np.load(BytesIO(io.read_bytes(path)), allow_pickle=False)
+    key = io.basename(record_file)
+    return np.array(arrays[key]) if key in arrays.files else None
 SUMMARY_FORMAT_VERSION = 2
 
 

@@ -230,5 +230,12 @@ def test_each_record_knows_its_corpus_document(tmp_path, blocks_corpus):
         seen.update(documents.tolist())
     # Nearly every document yields records (a few short ones may not).
     assert len(seen) > 0.9 * 900 and max(seen) < 900
+    # Another data set in the same directory has its own summary and documents file.
+    other = str(tmp_path / "other.tfrecord")
+    create_pretraining_data(corpus, other, _config(vocab, random_next_sentence=True),
+                            show_progress=False)
+    assert len(read_record_documents(other)) == len(read_records(other, SEQ, PREDICTIONS))
+    first = expand_output_files(spec)[0]
+    assert len(read_record_documents(first)) == len(read_records(first, SEQ, PREDICTIONS))
     os.remove(str(tmp_path / "train.tfrecord.documents.npz"))  # data made before the file
     assert read_record_documents(expand_output_files(spec)[0]) is None
