@@ -99,12 +99,19 @@ def run(main):
             # interrupted (exit 130), not as a success.
             interrupts.raise_if_requested()
             return result
-        except (AlbertError, OSError) as error:
-            print(f"ERROR: {error}", file=sys.stderr)
-            sys.exit(1)
         except RunPreempted as preempted:
             print(f"Preempted: {preempted}", file=sys.stderr)
             sys.exit(143)
+        except Exception as error:
+            if interrupts.requested():
+                # A Ctrl-C raised inside a library can come out as that library's own error
+                # (seen: TensorFlow tracing a tf.data function during evaluation): the run
+                # was interrupted, and says so in one line.
+                raise KeyboardInterrupt from None
+            if isinstance(error, (AlbertError, OSError)):
+                print(f"ERROR: {error}", file=sys.stderr)
+                sys.exit(1)
+            raise
 
     _drop_tensorflow_test_callbacks()
     interrupts.handle_ctrl_c()

@@ -148,6 +148,11 @@ def _drop_unraisable_if(condition) -> None:
     sys.unraisablehook = hook
 
 
+def requested() -> bool:
+    """Whether a Ctrl-C came (remembered by the handler `handle_ctrl_c` installs)."""
+    return _requested
+
+
 def raise_if_requested() -> None:
     """Raises the `KeyboardInterrupt` of a Ctrl-C that was dropped on its way."""
     if _requested:

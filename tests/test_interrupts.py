@@ -192,3 +192,34 @@ def test_data_creation_workers_die_at_once_when_their_pool_terminates(synthetic_
                              spm], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "workers default: [True, True, True, True]" in result.stdout, result.stdout
+
+
+SCRIPT_WHOSE_LIBRARY_TURNS_A_CTRL_C_INTO_ITS_OWN_ERROR = """
+import os, signal
+from albert import cli
+
+def library_call():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()  # the handler runs and raises KeyboardInterrupt here
+    except KeyboardInterrupt:
+        raise ValueError("interrupted while tracing")  # as a library may do
+
+def main(argv):
+    library_call()
+    print("work done")
+
+cli.run(main)
+"""
+
+
+def test_a_ctrl_c_a_library_turned_into_its_own_error_still_ends_as_interrupted():
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c",
+                             SCRIPT_WHOSE_LIBRARY_TURNS_A_CTRL_C_INTO_ITS_OWN_ERROR],
+                            capture_output=True, text=True, timeout=300,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert result.returncode == 130, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("Interrupted:"), result.stderr
+    assert "Traceback" not in result.stderr and "work done" not in result.stdout

@@ -201,6 +201,7 @@ def test_a_whole_run_on_tensorflows_in_memory_file_system(tmp_path, synthetic_co
                                       config, show_progress=False)
     assert io.listdir(f"{root}/data") == ["train.tfrecord-00000-of-00002",
                                           "train.tfrecord-00001-of-00002",
+                                          "train.tfrecord.documents.npz",
                                           "train.tfrecord.summary.json"]
     files = io.glob(f"{root}/data/train.tfrecord-*")
     assert load_data_contract(files).total_records == summary["instances"]
