@@ -32,6 +32,7 @@ import dataclasses
 import logging
 import math
 import time
+import re
 from typing import Dict, Optional
 
 import keras
@@ -361,14 +362,19 @@ class Trainer:
                 progress.set_postfix(loss=f"{records[-1]['loss']:.4f}",
                                      lr=f"{records[-1]['learning_rate']:.2e}", refresh=False)
                 progress.update(count)
-            preempted = stop_agreement(interrupts.termination_requested())
-            if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
-                    or preempted):
-                global_step = int(optimizer.iterations.numpy())
-                if global_step != step:
-                    raise RuntimeError(f"global_step {global_step} != loop step {step}")
-                self.checkpoints.save(step, model, optimizer)
-                self.directory.flush_logs()
+            # The agreement and the save are collectives too: a peer lost
+            # during them ends this worker with the same one line.
+            with _run_errors(step, task_input):
+                preempted = stop_agreement(interrupts.termination_requested())
+                saving = (preempted or step % config.save_checkpoints_steps == 0
+                          or step == config.num_train_steps)
+                if saving:
+                    global_step = int(optimizer.iterations.numpy())
+                    if global_step != step:
+                        raise RuntimeError(f"global_step {global_step} != loop step {step}")
+                    self.checkpoints.save(step, model, optimizer)
+                    self.directory.flush_logs()
+            if saving:
                 # A preempted run has seconds left: its checkpoint is evaluated
                 # when the same command resumes (every checkpoint is, once).
                 if do_eval and self.worker.is_chief and not preempted:
@@ -467,6 +473,12 @@ class Trainer:
             self.directory.unlock()
 
 
+# What TensorFlow says when a collective finds a peer gone (heartbeats stopped,
+# connection refused or reset).
+_PEER_LOST = re.compile(r"unhealthy|heartbeat|Connection reset|connection refused|Socket closed",
+                        re.IGNORECASE)
+
+
 class _run_errors:
     """Turns a TensorFlow error inside the run into one line naming its likely cause."""
 
@@ -485,6 +497,10 @@ class _run_errors:
         if isinstance(error, tf.errors.DataLossError) and self.task_input is not None:
             located = find_corruption(self.task_input.source.files)
             raise RunError(f"{where} stopped: {located or message}") from None
+        if isinstance(error, tf.errors.UnavailableError) and _PEER_LOST.search(str(error)):
+            raise RunError(f"{where} stopped: another worker stopped answering ({message}); "
+                           "launch every worker again with the same command to resume from "
+                           "the last checkpoint") from None
         if isinstance(error, tf.errors.InvalidArgumentError) and "indices" in message:
             raise RunError(f"{where} stopped: a token id is outside the model's vocabulary "
                            f"({message}); is the config's vocab_size the data's?") from None

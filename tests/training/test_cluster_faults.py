@@ -32,9 +32,6 @@ def _error_lines(stderr):
     return [line for line in stderr.splitlines() if line.startswith("ERROR:")]
 
 
-# slow for now: it failed once in 4 clean-clone CI runs (timing of the survivor's end under
-# load; passed in the other 3). To be made robust, then back in the default suite.
-@pytest.mark.slow
 def test_a_lost_worker_ends_the_survivor_and_the_relaunch_resumes(tmp_path, reference):
     config, files, expected = reference
     output_dir = tmp_path / "workers"
