@@ -38,6 +38,7 @@ from albert.pretraining_data.schema import load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
+from albert.training.inputs import shard_sources
 from albert.training.optimization import create_optimizer
 
 # Imported after `albert`, which quiets TensorFlow's C++ start-up lines before TensorFlow loads.
@@ -112,6 +113,12 @@ flags.DEFINE_integer("random_seed", 12345,
 flags.DEFINE_integer("shuffle_buffer_size", 100,
                      "Records are shuffled in consecutive windows of this many (the original "
                      "shuffled through a 100-record buffer).")
+flags.DEFINE_integer("input_shards", 1,
+                     "Split the training files into this many shards (file i in shard i mod N), "
+                     "each read as its own stream; every step takes train_batch_size / N records "
+                     "of each. With several workers and N a multiple of them, each worker reads "
+                     "only its own shards' files. The stream depends on N, not on the devices: "
+                     "keep it when resuming.")
 cli.define_config_flags()
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.mark_flags_as_required(["input_file", "output_dir"])
@@ -173,6 +180,7 @@ def main(argv):
         sentence_objective=FLAGS.sentence_objective,
         plateau_window_steps=FLAGS.plateau_window_steps)
     task.check_inputs()  # bad input fails here, before anything is written
+    shard_sources(task.train_input().source, FLAGS.input_shards)
 
     keras.utils.set_random_seed(FLAGS.random_seed)
     steps_per_loop, jit_compile = distribute.loop_settings(
@@ -192,6 +200,7 @@ def main(argv):
                       max_eval_steps=FLAGS.max_eval_steps, jit_compile=jit_compile,
                       mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
                       random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+                      input_shards=FLAGS.input_shards,
                       gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
                       rematerialize=FLAGS.rematerialize),
         make_optimizer=lambda names: create_optimizer(

@@ -146,6 +146,7 @@ class TrainerConfig:
     show_progress: bool = True
     random_seed: int = 12345
     shuffle_buffer_size: int = 100
+    input_shards: int = 1    # files split into shards read side by side (albert.training.inputs)
     initial_loss_scale: float = 2.0 ** 15
     bucket_window: int = 0   # > 0: length-bucketed training batches (albert.training.inputs)
     gradient_accumulation_steps: int = 1  # micro-batches per replica batch (replica_step)
@@ -160,10 +161,14 @@ class TrainerConfig:
                     "steps_per_loop": self.steps_per_loop,
                     "max_eval_steps": self.max_eval_steps,
                     "shuffle_buffer_size": self.shuffle_buffer_size,
+                    "input_shards": self.input_shards,
                     "gradient_accumulation_steps": self.gradient_accumulation_steps}
         for name, value in positive.items():
             if value < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
+        if self.train_batch_size % self.input_shards:
+            raise InputError(f"--train_batch_size={self.train_batch_size} is not a multiple of "
+                             f"--input_shards={self.input_shards}")
         if self.num_train_steps < 0:
             raise InputError(f"--num_train_steps must not be negative, got {self.num_train_steps}")
 
@@ -305,7 +310,8 @@ class Trainer:
         task_input = self.task.train_input()
         dataset = distributed_training_dataset(
             self.strategy, task_input, config.train_batch_size, config.random_seed, step,
-            config.shuffle_buffer_size, bucket_window=config.bucket_window)
+            config.shuffle_buffer_size, bucket_window=config.bucket_window,
+            input_shards=config.input_shards, workers=self.worker.count)
         iterator = iter(dataset)
         train_steps = self._train_function(model, optimizer, iterator)
         diagnostics = None

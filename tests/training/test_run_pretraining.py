@@ -74,10 +74,15 @@ def _two_workers(args_for_worker):
 
 
 def test_every_topology_trains_like_one_device_with_dropout_on(tmp_path, synthetic_records):
-    """The one input path under one device, 2 mirrored CPU devices and 2 workers, with XLA."""
+    """The one input path under one device, 2 mirrored CPU devices and 2 workers, with XLA.
+
+    Two input shards: each worker reads only its own file, and the batches are
+    still those of one device."""
     files, _ = synthetic_records
+    assert len(files) == 2
     config = _config_file(tmp_path)
-    common = dict(num_train_steps=12, train_batch_size=16, save_checkpoints_steps=6)
+    common = dict(num_train_steps=12, train_batch_size=16, save_checkpoints_steps=6,
+                  input_shards=2)
     reference = run_script(*_args(config, files, str(tmp_path / "one"), strategy="one_device",
                                   **common))
     assert reference.returncode == 0, reference.stderr[-3000:]
@@ -198,7 +203,7 @@ def _corrupt_mid_file(tmp_path, files):
 
 
 @pytest.mark.parametrize("problem", ["missing", "garbage", "lengths", "checkpoint", "vocab",
-                                     "batch", "config_key", "corrupt_record"])
+                                     "batch", "shards", "config_key", "corrupt_record"])
 def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_records, problem):
     files, _ = synthetic_records
     config = _config_file(tmp_path)
@@ -221,6 +226,8 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_rec
         expected = "holds token ids up to"
     elif problem == "batch":
         flags, expected = {"train_batch_size": 0}, "--train_batch_size must be at least 1"
+    elif problem == "shards":
+        flags, expected = {"input_shards": 3}, "--input_shards=3 needs at least as many input files"
     elif problem == "config_key":
         config = _config_file(tmp_path, num_hiden_layers=3)
         expected = "unknown config key 'num_hiden_layers' (did you mean 'num_hidden_layers'?)"
