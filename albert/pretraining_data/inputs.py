@@ -11,7 +11,11 @@ With `masked_lm_budget > 0`, `DynamicMasking` draws masks afresh every time
 a record is read, by the same whole-word n-gram algorithm
 `create_pretraining_data` uses, seeded by the record's position in the
 run's stream (the original parsed `token_boundary` for this but never
-implemented it, and crashed).
+implemented it, and crashed). The masks are defined by `DynamicMasking.remask`
+(Python's `random.Random` seeded with a text naming the run's seed and the
+position, and `mask_sequence`); the input pipeline computes the same masks in
+TensorFlow ops (`masking_ops`, `python_random`), so it runs wherever
+TensorFlow runs, remote TPU input hosts included.
 """
 
 import random
@@ -21,8 +25,11 @@ import numpy as np
 import tensorflow as tf
 
 from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary, mask_sequence
+from albert.pretraining_data.masking_ops import mask_batch
+from albert.pretraining_data.python_random import Generators
 from albert.pretraining_data.schema import PretrainingSchema
 
+SEED_TEXT_PREFIX = "albert-dynamic-masking"
 MODEL_INPUT_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 
 
@@ -31,20 +38,27 @@ def rename_for_model(features: dict) -> dict:
 
 
 class DynamicMasking:
-    """Redraws masks from `token_boundary` (tf.numpy_function around `mask_sequence`)."""
+    """Redraws masks from `token_boundary`, seeded by each record's stream position."""
 
     def __init__(self, masking: MaskingConfig, vocabulary: MaskingVocabulary, seed: int):
         self.masking = masking
         self.vocabulary = vocabulary
         self.seed = seed
 
+    def seed_text(self, position) -> str:
+        return f"{SEED_TEXT_PREFIX}/{self.seed}/{int(position)}"
+
     def remask(self, position, input_ids, input_mask, token_boundary, positions, ids, weights):
-        """One record (numpy): undo its stored masks, draw new ones seeded by its stream position."""
+        """One record in NumPy: the definition of its masks (what `__call__` computes in ops).
+
+        Undoes the stored masks, then masks the record again with a generator
+        seeded by its stream position.
+        """
         length = int(input_mask.sum())
         original = input_ids.copy()
         real = weights > 0
         original[positions[real]] = ids[real]
-        rng = random.Random(f"albert-dynamic-masking/{self.seed}/{int(position)}")
+        rng = random.Random(self.seed_text(position))
         masked = mask_sequence(original[:length].tolist(),
                                token_boundary[:length].astype(bool).tolist(),
                                rng, self.masking, self.vocabulary)
@@ -60,21 +74,35 @@ class DynamicMasking:
         new_weights[:count] = 1.0
         return new_ids.astype(np.int32), new_positions, new_labels, new_weights
 
-    def _remask_batch(self, stream_positions, *arrays):
-        rows = [self.remask(position, *(array[row] for array in arrays))
-                for row, position in enumerate(stream_positions)]
-        return tuple(np.stack(column) for column in zip(*rows))
-
     def __call__(self, features: dict, stream_positions) -> dict:
-        names = ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-        outputs = tf.numpy_function(
-            self._remask_batch,
-            [stream_positions, features["input_ids"], features["input_mask"],
-             features["token_boundary"], features["masked_lm_positions"],
-             features["masked_lm_ids"], features["masked_lm_weights"]],
-            [tf.int32, tf.int32, tf.int32, tf.float32], stateful=False)
+        """A batch in TensorFlow ops: the masks of `remask` for every row."""
+        input_ids = features["input_ids"]
+        size = tf.shape(input_ids)[1]
+        predictions = self.masking.max_predictions_per_seq
+        # Undo the stored masks: the stored labels go back to their positions.
+        stored = tf.one_hot(features["masked_lm_positions"], size, dtype=tf.int32) * tf.cast(
+            features["masked_lm_weights"] > 0, tf.int32)[:, :, None]
+        restored = tf.reduce_sum(stored * features["masked_lm_ids"][:, :, None], axis=1)
+        original = tf.where(tf.reduce_sum(stored, axis=1) > 0, restored, input_ids)
+        texts = tf.strings.join([f"{SEED_TEXT_PREFIX}/{self.seed}/",
+                                 tf.strings.as_string(tf.cast(stream_positions, tf.int64))])
+        new_ids, masked = mask_batch(
+            original, features["token_boundary"] > 0,
+            tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=1),
+            Generators.seeded(texts), self.masking, self.vocabulary)
+        # The masked positions in ascending order, padded to max_predictions_per_seq.
+        columns = tf.range(size)[None, :]
+        order = tf.sort(tf.concat([tf.where(masked, columns, 2 * size + columns),
+                                   tf.fill([tf.shape(masked)[0], predictions], 4 * size)], 1),
+                        axis=1)[:, :predictions]
+        real = order < size
+        new_positions = tf.where(real, order, 0)
+        drawn = {"input_ids": new_ids, "masked_lm_positions": new_positions,
+                 "masked_lm_ids": tf.where(real, tf.gather(original, new_positions,
+                                                           batch_dims=1), 0),
+                 "masked_lm_weights": tf.cast(real, tf.float32)}
         features = dict(features)
-        for name, value in zip(names, outputs):
+        for name, value in drawn.items():
             value.set_shape(features[name].shape)
             features[name] = value
         return features

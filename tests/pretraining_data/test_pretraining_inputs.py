@@ -146,3 +146,34 @@ def test_dynamic_masking_in_the_parser_is_seeded_by_stream_position(records):
     assert np.array_equal(masks(1), masks(1))
     assert not np.array_equal(masks(1), masks(2))
     assert not np.array_equal(masks(1), masks(1, offset=1000))
+
+
+def test_the_input_pipeline_draws_the_masks_of_the_python_definition_in_graph_ops(records):
+    """Dynamic masks in TensorFlow ops: no Python in the graph, the masks of `remask`."""
+    contract = load_data_contract(records)
+    ids = contract.special_ids
+    vocabulary = MaskingVocabulary(contract.vocab_size, ids.mask, ids.cls, ids.sep)
+    dynamic = DynamicMasking(MaskingConfig(masked_lm_prob=0.2, max_predictions_per_seq=PREDICTIONS),
+                             vocabulary, seed=31)
+    parser = PretrainingParser(contract.schema, dynamic)
+    # Positions past 2**32 and of every digit count exercise the seeding of the generator.
+    positions = tf.constant([0, 9, 10, 99_999, 2**32 + 5, 2**40 - 1, 123_456_789_012, 77] * 8,
+                            tf.int64)
+    dataset = tf.data.TFRecordDataset(records[:1]).batch(64).take(1)
+    dataset = dataset.map(lambda batch: parser(batch, positions))
+    graph = tf.compat.v1.GraphDef.FromString(
+        tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor).numpy())
+    function_ops = {op.op for function in graph.library.function for op in function.node_def}
+    assert "StatelessWhile" in function_ops or "While" in function_ops  # the masks are in it
+    assert not function_ops & {"PyFunc", "PyFuncStateless", "EagerPyFunc"}, function_ops
+    features = next(iter(dataset))
+    stored = read_records(records[:1], SEQ, PREDICTIONS)[:64]
+    for row, record in enumerate(stored):
+        expected = dynamic.remask(
+            int(positions[row]), *(record[k] for k in (
+                "input_ids", "input_mask", "token_boundary", "masked_lm_positions",
+                "masked_lm_ids", "masked_lm_weights")))
+        actual = [features[name][row].numpy() for name in (
+            "input_word_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")]
+        for want, got in zip(expected, actual):
+            np.testing.assert_array_equal(got, want)
