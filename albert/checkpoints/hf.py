@@ -19,12 +19,12 @@ import numpy as np
 import safetensors.numpy
 
 from albert import io
-from albert.checkpoints.naming import (HEADS, backbone_names, head_names, hf_head_rows,
-                                      hf_projection_rows)
+from albert.checkpoints.naming import HEADS, backbone_names, head_names, hf_head_rows
 from albert.checkpoints.format import CheckpointFormat
-from albert.checkpoints.weights import Weights, find_head
+from albert.checkpoints.weights import (Weights, find_head, identity_projection,
+                                       pop_identity_projection)
 from albert.config import AlbertConfig
-from albert.errors import CheckpointMismatchError, ConfigError, InputError
+from albert.errors import ConfigError, InputError
 from albert.modeling.sharing import layer_groups, used_groups
 
 logger = logging.getLogger("albert")
@@ -132,9 +132,7 @@ def write_hf(weights: Weights, config: AlbertConfig, output_dir: str,
         value = weights[row.original]
         tensors[row.hf] = np.ascontiguousarray(value.T if row.hf_transpose else value)
     if config.embedding_size == config.hidden_size:
-        kernel_row, bias_row = hf_projection_rows(config)
-        tensors[kernel_row.hf] = np.eye(config.hidden_size, dtype=np.float32)
-        tensors[bias_row.hf] = np.zeros(config.hidden_size, dtype=np.float32)
+        tensors.update(identity_projection(config, "hf"))
     io.write_bytes_atomically(io.join(output_dir, HF_WEIGHTS),
                               safetensors.numpy.save(tensors, metadata={"format": "pt"}))
     values = hf_config_dict(config, head, num_labels=dims.get("C"))
@@ -183,14 +181,7 @@ def read_hf(path: str, config: Optional[AlbertConfig] = None) -> Tuple[Weights, 
         state.pop(key, None)
 
     if config.embedding_size == config.hidden_size:
-        kernel_row, bias_row = hf_projection_rows(config)
-        kernel, bias = state.pop(kernel_row.hf, None), state.pop(bias_row.hf, None)
-        if kernel is not None and not (np.array_equal(kernel, np.eye(config.hidden_size))
-                                       and not np.any(bias)):
-            raise CheckpointMismatchError(
-                f"{weights_file}: embedding_size == hidden_size but embedding_hidden_mapping_in is "
-                "not the identity; the original ALBERT (and this model) has no such projection "
-                "when E == H")
+        pop_identity_projection(state, config, "hf", weights_file)
 
     by_hf = {row.hf: row for row in backbone_names(config) + hf_head_rows(config)}
     weights = {}

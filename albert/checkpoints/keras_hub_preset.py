@@ -38,10 +38,11 @@ import numpy as np
 from albert import io
 from albert.checkpoints.format import CheckpointFormat
 from albert.checkpoints.naming import (HEADS, MASKED_LM_HEAD, PRETRAINING_HEAD, WeightName,
-                                       backbone_names, head_names, hf_projection_rows)
-from albert.checkpoints.weights import Weights, find_head
+                                       backbone_names, head_names)
+from albert.checkpoints.weights import (Weights, find_head, identity_projection,
+                                       pop_identity_projection)
 from albert.config import AlbertConfig
-from albert.errors import CheckpointMismatchError, ConfigError, InputError
+from albert.errors import ConfigError, InputError
 
 logger = logging.getLogger("albert")
 
@@ -186,10 +187,9 @@ def write_keras_hub(weights: Weights, config: AlbertConfig, output_dir: str,
         assigned.add(row.keras_hub)
     if config.embedding_size == config.hidden_size:
         # KerasHub always projects E -> H; the identity keeps our (projection-free) model.
-        kernel, bias = hf_projection_rows(config)
-        variables[kernel.keras_hub].assign(np.eye(config.hidden_size, dtype=np.float32))
-        variables[bias.keras_hub].assign(np.zeros(config.hidden_size, dtype=np.float32))
-        assigned.update((kernel.keras_hub, bias.keras_hub))
+        for name, value in identity_projection(config, "keras_hub").items():
+            variables[name].assign(value)
+            assigned.add(name)
     unfilled = sorted(path for path in variables
                       if path not in assigned and "seed_generator" not in path)
     if unfilled:  # the name table lacks a row keras_hub has: a bug here, not a user error
@@ -284,13 +284,7 @@ def read_keras_hub(path: str, config: Optional[AlbertConfig] = None
         if value is not None:
             weights[row.original] = _from_keras_hub(row, value)
     if config.embedding_size == config.hidden_size:
-        kernel_row, bias_row = hf_projection_rows(config)
-        kernel, bias = stored.pop(kernel_row.keras_hub, None), stored.pop(bias_row.keras_hub, None)
-        if kernel is not None and not (np.array_equal(kernel, np.eye(config.hidden_size))
-                                       and not np.any(bias)):
-            raise CheckpointMismatchError(
-                f"{path}: embedding_dim == hidden_dim but the embedding projection is not the "
-                "identity; the original ALBERT (and this model) has no projection when E == H")
+        pop_identity_projection(stored, config, "keras_hub", path)
     for name, value in stored.items():
         weights[f"<keras_hub>{name}"] = value  # reported as unexpected by check_weights
     return weights, config

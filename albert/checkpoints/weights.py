@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from albert.checkpoints.naming import (HEADS, MASKED_LM_HEAD, PRETRAINING_HEAD, all_head_names,
+                                      hf_projection_rows,
                                        backbone_names, head_names, is_training_state)
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError
@@ -27,6 +28,28 @@ logger = logging.getLogger("albert")
 
 Weights = Dict[str, np.ndarray]
 _LISTED = 8  # names shown per category in an error message
+
+
+def identity_projection(config: AlbertConfig, column: str) -> Dict[str, np.ndarray]:
+    """{name in `column`: value} of the E -> H projection that formats with an always-present
+    projection (HF, KerasHub) hold when E == H: the identity and a zero bias."""
+    kernel, bias = hf_projection_rows(config)
+    return {getattr(kernel, column): np.eye(config.hidden_size, dtype=np.float32),
+            getattr(bias, column): np.zeros(config.hidden_size, dtype=np.float32)}
+
+
+def pop_identity_projection(stored: dict, config: AlbertConfig, column: str, source: str) -> None:
+    """Removes that projection from `stored` (names in `column`); refuses any other projection,
+    which the original ALBERT (and this model) cannot hold when E == H."""
+    kernel_row, bias_row = hf_projection_rows(config)
+    kernel = stored.pop(getattr(kernel_row, column), None)
+    bias = stored.pop(getattr(bias_row, column), None)
+    if kernel is not None and not (np.array_equal(kernel, np.eye(config.hidden_size))
+                                   and not np.any(bias)):
+        raise CheckpointMismatchError(
+            f"{source}: embedding_size == hidden_size but the embedding projection "
+            f"({getattr(kernel_row, column)}) is not the identity; the original ALBERT (and "
+            "this model) has no projection when E == H")
 
 
 def _listing(title: str, items: List[str]) -> str:
