@@ -1,6 +1,7 @@
 """Margins with intervals that resample whole documents (albert.evaluation.document_bootstrap)
 and `python -m albert.paper evaluate`, which reports them."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -108,3 +109,113 @@ def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synt
     assert "cannot be clustered" in capsys.readouterr().err
     old = json.loads((tmp_path / "old.json").read_text())[0]
     assert old["documents"] == old["pairs"]
+
+
+def test_draws_of_the_same_seeds_pair_the_seeds_too():
+    rng = np.random.default_rng(3)
+    seeds = [document_counts(*_evaluation(rng, 40, 10, True)) for _ in range(2)]
+    shifted = [dataclasses.replace(counts, correct=np.minimum(counts.correct + 1, counts.pairs))
+               for counts in seeds]
+    later, earlier = margin_draws([shifted, seeds], resamples=400, same_seeds=True)
+    independent_later, independent_earlier = margin_draws([shifted, seeds], resamples=400)
+    # One more right answer per document in every seed: paired growth is positive in every
+    # draw; drawing the two evaluations' seeds independently loses that.
+    assert np.all(later - earlier > 0)
+    assert np.std(independent_later - independent_earlier) > np.std(later - earlier)
+
+
+def _judged(counts_of):
+    """criteria.judge on stand-in evaluations: counts_of(objective, step, kind) -> seeds."""
+    from albert.paper.criteria import judge
+
+    class StandIn:
+        seeds = 2
+
+        def counts(self, objective, step, kind):
+            return counts_of(objective, step, kind)
+
+    return judge(StandIn(), final_step=12000, early_step=6000, resamples=1000)["criteria"]
+
+
+def _counts_at(rate, documents=300, pairs=12, seed=0):
+    """A seed's counts on balanced pairs, right at `rate` (documents all alike)."""
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(documents), pairs)
+    labels = np.tile([0, 1], len(ids) // 2)
+    right = rng.random(len(ids)) < rate
+    return document_counts(ids, labels, np.where(right, labels, 1 - labels))
+
+
+def test_the_criteria_pass_on_the_papers_pattern_and_fail_without_it():
+    paper = {("None", "NSP"): 0.5, ("None", "SOP"): 0.5, ("NSP", "NSP"): 0.75,
+             ("NSP", "SOP"): 0.5, ("SOP", "NSP"): 0.62, ("SOP", "SOP"): 0.8}
+
+    def pattern(rates, early_sop_on_nsp):
+        def counts_of(objective, step, kind):
+            rate = rates[objective, kind]
+            if (objective, kind, step) == ("SOP", "NSP", 6000):
+                rate = early_sop_on_nsp
+            return [_counts_at(rate, seed=seed + 10 * len(objective + kind)) for seed in (1, 2)]
+        return counts_of
+
+    judged = _judged(pattern(paper, early_sop_on_nsp=0.55))
+    assert {key: entry["passes"] for key, entry in judged.items()} == dict.fromkeys("abcdef", True)
+    # No transfer (SOP model at chance on NSP), no growth: (b), (c) and (f) fail, the rest hold.
+    flat = {**paper, ("SOP", "NSP"): 0.5}
+    judged = _judged(pattern(flat, early_sop_on_nsp=0.5))
+    assert [key for key, entry in judged.items() if not entry["passes"]] == ["b", "c", "f"]
+    # A "None" model that learned a sentence skill fails (d).
+    judged = _judged(pattern({**paper, ("None", "SOP"): 0.7}, early_sop_on_nsp=0.55))
+    assert not judged["d"]["passes"] and judged["a"]["passes"]
+
+
+def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
+        tmp_path, synthetic_corpus, capsys):
+    import shutil
+
+    from albert.checkpoints import model_weights, write_checkpoint
+    from albert.modeling import AlbertPretrainer
+    from albert.paper.__main__ import main
+    from albert.paper.criteria import cell_run_names
+    from albert.pretraining_data.creation import DataConfig, create_pretraining_data
+    from albert.pretraining_data.instances import InstanceConfig
+    from albert.pretraining_data.masking import MaskingConfig
+    from conftest import tiny_config
+
+    corpus, spm = synthetic_corpus
+    (tmp_path / "data").mkdir()
+    for kind in ("nsp", "sop"):
+        create_pretraining_data(corpus, str(tmp_path / "data" / f"heldout-{kind}.tfrecord"),
+                                DataConfig(instance=InstanceConfig(
+                                    max_seq_length=32, random_next_sentence=kind == "nsp",
+                                    masking=MaskingConfig(max_predictions_per_seq=5)),
+                                    spm_model_file=spm, dupe_factor=1), show_progress=False)
+    config = tiny_config(vocab_size=1200, max_position_embeddings=64)
+    write_checkpoint(model_weights(AlbertPretrainer(config)), config, str(tmp_path / "model"),
+                     "tf1")
+    for run_name in cell_run_names().values():
+        pretraining = tmp_path / "runs" / run_name / "pretraining"
+        pretraining.mkdir(parents=True)
+        shutil.copy(tmp_path / "model" / "albert_config.json", pretraining)
+        for step in (6000, 12000):
+            for part in (tmp_path / "model").glob("model.ckpt-best.*"):
+                shutil.copy(part, pretraining / part.name.replace("best", str(step)))
+    arguments = ["criteria", f"--output_dir={tmp_path}", "--seeds=1", "--resamples=300"]
+    assert main([*arguments, f"--output={tmp_path / 'criteria.json'}"]) == 0
+    result = json.loads((tmp_path / "criteria.json").read_text())
+    assert sorted(result["criteria"]) == list("abcdef")
+    assert all(isinstance(entry["passes"], bool) for entry in result["criteria"].values())
+    margins = result["margins"]["SOP model, NSP set"]
+    assert 300 < margins["documents"] <= 400 and margins["pairs"] > margins["documents"]
+    # The same untrained weights everywhere: no growth from step 6000 to 12000, exactly.
+    assert result["criteria"]["f"]["growth"] == 0
+    assert "| (f) |" in capsys.readouterr().out
+    caches = sorted(p.name for p in (tmp_path / "runs").glob("*/documents-*.json"))
+    assert caches == ["documents-12000.json"] * 3 + ["documents-6000.json"]
+    # Judged again from the cached counts, with the same numbers; nothing is overwritten.
+    assert main([*arguments, f"--output={tmp_path / 'again.json'}"]) == 0
+    assert json.loads((tmp_path / "again.json").read_text()) == result
+    assert main([*arguments, f"--output={tmp_path / 'again.json'}"]) == 1
+    assert "is not overwritten" in capsys.readouterr().err
+    assert main([*arguments, "--seeds=2", f"--output={tmp_path / 'two.json'}"]) == 1
+    assert "seed 2 has not reached step 12000" in capsys.readouterr().err

@@ -79,14 +79,16 @@ def _margins(pairs: np.ndarray, correct: np.ndarray, label_one: np.ndarray) -> n
 
 
 def margin_draws(evaluations: List[List[DocumentCounts]], resamples: int = RESAMPLES,
-                 seed: int = BOOTSTRAP_SEED) -> List[np.ndarray]:
+                 seed: int = BOOTSTRAP_SEED, same_seeds: bool = False) -> List[np.ndarray]:
     """Bootstrap draws of the margin of each evaluation, all from the same document draws.
 
     `evaluations[k]` lists the seeds of evaluation k (one DocumentCounts per seed, all on the
     same documents in the same order). Each draw resamples the documents once for every
     evaluation (paired draws: differences between evaluations are resampled consistently)
     and, where an evaluation has several seeds, its seeds; the draw's margin is the mean of
-    the drawn seeds' margins. Returns one array of `resamples` margins per evaluation.
+    the drawn seeds' margins. `same_seeds`: the evaluations are of the same seeds (one model
+    at two checkpoints, say), so every evaluation draws the same seeds too. Returns one array
+    of `resamples` margins per evaluation.
     """
     reference = evaluations[0][0].documents
     for seeds in evaluations:
@@ -97,13 +99,19 @@ def margin_draws(evaluations: List[List[DocumentCounts]], resamples: int = RESAM
     size = len(reference)
     # How often each document is drawn in each resample: [R, D].
     weights = rng.multinomial(size, np.full(size, 1.0 / size), size=resamples).astype(np.float64)
+    if same_seeds and len({len(seeds) for seeds in evaluations}) > 1:
+        raise InputError("draws of the same seeds need the same number of seeds everywhere")
+    shared_choice = None
     draws = []
     for seeds in evaluations:
         per_seed = np.stack([
             _margins(weights * counts.pairs, weights * counts.correct, weights * counts.label_one)
             for counts in seeds], axis=1)                                      # [R, S]
         if len(seeds) > 1:
-            chosen = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
+            chosen = shared_choice
+            if chosen is None:
+                chosen = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
+                shared_choice = chosen if same_seeds else None
             per_seed = np.take_along_axis(per_seed, chosen, axis=1)
         draws.append(per_seed.mean(axis=1))
     return draws

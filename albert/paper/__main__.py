@@ -1,4 +1,4 @@
-"""`python -m albert.paper params|reproduce|evaluate` (see albert/paper/__init__.py and
+"""`python -m albert.paper params|reproduce|evaluate|criteria` (see albert/paper/__init__.py and
 docs/paper.md)."""
 
 import argparse
@@ -16,6 +16,8 @@ from albert.datasets.demo_corpus import require_demo_packages
 from albert.errors import AlbertError, InputError
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.evaluation.document_bootstrap import RESAMPLES, document_counts, margin_summary
+from albert.paper.criteria import Evaluations, judge
+from albert.paper.criteria import format_markdown as format_criteria
 from albert.paper.params import format_markdown, parameter_rows
 from albert.paper.report import build_report, write_report
 from albert.paper.reproduce import Reproduction, evaluate_checkpoint, sentence_predictions
@@ -167,6 +169,21 @@ def _record_documents(path: str, pairs: int):
     return documents
 
 
+def _criteria(args) -> int:
+    """Criteria (a)-(f) of the pre-registration, judged on the runs as written."""
+    if os.path.exists(args.output):
+        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
+                         "name or remove it)")
+    if args.seeds < 1 or not 0 < args.early_step < args.final_step:
+        raise InputError("--seeds must be at least 1 and 0 < --early_step < --final_step")
+    evaluations = Evaluations(os.path.abspath(args.output_dir), args.seeds, args.eval_batch_size)
+    result = judge(evaluations, args.final_step, args.early_step, args.resamples)
+    io.write_json_atomically(args.output, result)
+    sys.stdout.write(format_criteria(result))
+    print(f"Wrote {args.output}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m albert.paper",
                                      description="Reproduce the paper's tables.")
@@ -225,10 +242,21 @@ def main(argv=None) -> int:
                                "margin pooled over them (documents and seeds resampled)")
     evaluate.add_argument("--resamples", type=int, default=RESAMPLES,
                           help="document-bootstrap resamples per interval")
+    criteria = commands.add_parser(
+        "criteria", help="the pre-registered criteria (a)-(f) of the multi-seed Table 5 "
+                         "(docs/paper.md) from a reproduction's runs")
+    criteria.add_argument("--output_dir", required=True,
+                          help="the --output_dir of `reproduce --table=5 --seeds=N`")
+    criteria.add_argument("--seeds", type=int, default=2)
+    criteria.add_argument("--final_step", type=int, default=12000)
+    criteria.add_argument("--early_step", type=int, default=6000)
+    criteria.add_argument("--output", required=True, help="JSON file to write (must not exist)")
+    criteria.add_argument("--eval_batch_size", type=int, default=256)
+    criteria.add_argument("--resamples", type=int, default=RESAMPLES)
     args = parser.parse_args(argv)
     try:
-        return {"params": _params, "reproduce": _reproduce,
-                "evaluate": _evaluate}[args.command](args)
+        return {"params": _params, "reproduce": _reproduce, "evaluate": _evaluate,
+                "criteria": _criteria}[args.command](args)
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1

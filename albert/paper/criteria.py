@@ -1,0 +1,198 @@
+"""The pre-registered criteria of the multi-seed Table 5, computed from its runs.
+
+`python -m albert.paper criteria --output_dir=<a Table 5 reproduction> --seeds=2` judges
+criteria (a)–(f) of docs/paper.md exactly as written there, from the cells'
+checkpoints at `--final_step` and `--early_step`: per held-out document counts
+of every (cell, seed, step, set), then document-bootstrap draws
+(`albert.evaluation.document_bootstrap`), paired where a criterion compares
+two evaluations (the NSP and SOP sets are aligned on the union of their
+documents; a document without pairs in one set weighs nothing there).
+
+Per-document counts are cached beside each run as `documents-<step>.json`
+(written once, never overwritten), so judging again costs no evaluation.
+"""
+
+import dataclasses
+import os
+from typing import Dict, List
+
+import numpy as np
+
+from albert import io
+from albert.config import AlbertConfig
+from albert.errors import InputError
+from albert.evaluation.document_bootstrap import (BOOTSTRAP_SEED, RESAMPLES, DocumentCounts,
+                                                  document_counts, interval, margin_draws,
+                                                  one_sided_lower)
+from albert.paper.reproduce import sentence_predictions
+from albert.paper.tables import TABLES
+from albert.pretraining_data.schema import read_record_documents
+
+SETS = ("NSP", "SOP")             # held-out sets, data/heldout-<set>.tfrecord
+OBJECTIVES = ("None", "NSP", "SOP")
+LEARNED_MARGIN = 0.01             # criterion (e): "above +1 point"
+
+
+def cell_run_names() -> Dict[str, str]:
+    """{sentence objective: run name} of Table 5's cells."""
+    return {cell.label.split("task=")[1]: cell.run_name for cell in TABLES[5].cells}
+
+
+def run_directory(output_dir: str, run_name: str, seed: int) -> str:
+    """Seed 1 is the single-seed directory (as `python -m albert.paper reproduce --seeds`)."""
+    return os.path.join(output_dir, "runs", run_name if seed == 1 else f"{run_name}-seed{seed}")
+
+
+@dataclasses.dataclass
+class Evaluations:
+    """Per-document counts of every (objective, seed, step, set), aligned on one document list."""
+
+    output_dir: str
+    seeds: int
+    batch_size: int = 256
+
+    def __post_init__(self):
+        self.records = {kind: os.path.join(self.output_dir, "data",
+                                           f"heldout-{kind.lower()}.tfrecord") for kind in SETS}
+        self.documents = {}
+        for kind, path in self.records.items():
+            if not os.path.isfile(path):
+                raise InputError(f"{path} does not exist: --output_dir is not a Table 5 "
+                                 "reproduction")
+            documents = read_record_documents(path)
+            if documents is None:
+                raise InputError(f"{path} has no documents file (made before records knew "
+                                 "their documents): the criteria need per-document counts")
+            self.documents[kind] = documents
+        self.order = np.union1d(*self.documents.values())
+
+    def counts(self, objective: str, step: int, kind: str) -> List[DocumentCounts]:
+        """One DocumentCounts per seed of the `objective` cell at `step` on the `kind` set."""
+        return [self._seed_counts(objective, seed, step)[kind] for seed in range(1, self.seeds + 1)]
+
+    def _seed_counts(self, objective: str, seed: int, step: int) -> Dict[str, DocumentCounts]:
+        run_dir = run_directory(self.output_dir, cell_run_names()[objective], seed)
+        cache = os.path.join(run_dir, f"documents-{step}.json")
+        if not os.path.exists(cache):
+            checkpoint = os.path.join(run_dir, "pretraining", f"model.ckpt-{step}")
+            if not os.path.exists(checkpoint + ".index"):
+                raise InputError(f"{checkpoint} does not exist: the {objective} cell's seed "
+                                 f"{seed} has not reached step {step}")
+            config = AlbertConfig.from_json_file(
+                os.path.join(run_dir, "pretraining", "albert_config.json"))
+            found = {}
+            for kind in SETS:
+                labels, predicted = sentence_predictions(checkpoint, config, self.records[kind],
+                                                         self.batch_size)
+                counts = document_counts(self.documents[kind], labels, predicted, self.order)
+                found[kind] = {field: getattr(counts, field).tolist()
+                               for field in ("documents", "pairs", "correct", "label_one")}
+            io.write_json_atomically(cache, found)
+        stored = io.read_json(cache)
+        counts = {kind: DocumentCounts(**{field: np.asarray(values)
+                                          for field, values in stored[kind].items()})
+                  for kind in SETS}
+        for kind, found in counts.items():
+            if not np.array_equal(found.documents, self.order):
+                raise InputError(f"{cache} does not match the held-out records' documents "
+                                 "(the records were remade?); move it away to recompute it")
+        return counts
+
+
+def _contains_zero(bounds) -> bool:
+    return bounds[0] <= 0 <= bounds[1]
+
+
+def _margins(seeds: List[DocumentCounts]) -> List[float]:
+    return [counts.margin() for counts in seeds]
+
+
+def judge(evaluations: Evaluations, final_step: int, early_step: int,
+          resamples: int = RESAMPLES) -> dict:
+    """Criteria (a)–(f) as written before the runs; every number they rest on is reported."""
+    def draws(*evaluated, same_seeds=False):
+        return margin_draws(list(evaluated), resamples, BOOTSTRAP_SEED, same_seeds)
+
+    at = {(objective, kind): evaluations.counts(objective, final_step, kind)
+          for objective in OBJECTIVES for kind in SETS}
+    sop_on_nsp_early = evaluations.counts("SOP", early_step, "NSP")
+    criteria = {}
+
+    (nsp_on_sop,) = draws(at["NSP", "SOP"])
+    criteria["a"] = {"criterion": "NSP does not teach sentence order",
+                     "margin_ci95": list(interval(nsp_on_sop)),
+                     "seed_margins": _margins(at["NSP", "SOP"]),
+                     "passes": _contains_zero(interval(nsp_on_sop))}
+
+    (sop_on_nsp,) = draws(at["SOP", "NSP"])
+    seed_margins = _margins(at["SOP", "NSP"])
+    criteria["b"] = {"criterion": "SOP teaches some of NSP's task",
+                     "margin_one_sided_lower95": one_sided_lower(sop_on_nsp),
+                     "seed_margins": seed_margins,
+                     "passes": one_sided_lower(sop_on_nsp) > 0 and min(seed_margins) > 0}
+
+    transfer, reverse = draws(at["SOP", "NSP"], at["NSP", "SOP"])
+    difference = transfer - reverse
+    criteria["c"] = {"criterion": "the asymmetry: (SOP model on the NSP set) - (NSP model on "
+                                  "the SOP set), paired on documents",
+                     "difference": float(np.mean(_margins(at["SOP", "NSP"]))
+                                         - np.mean(_margins(at["NSP", "SOP"]))),
+                     "difference_one_sided_lower95": one_sided_lower(difference),
+                     "passes": one_sided_lower(difference) > 0}
+
+    none_nsp, none_sop = (draws(at["None", kind])[0] for kind in SETS)
+    criteria["d"] = {"criterion": "no sentence objective, no sentence skill",
+                     "margin_ci95": {"NSP": list(interval(none_nsp)),
+                                     "SOP": list(interval(none_sop))},
+                     "passes": _contains_zero(interval(none_nsp))
+                     and _contains_zero(interval(none_sop))}
+
+    (nsp_on_nsp,) = draws(at["NSP", "NSP"])
+    (sop_on_sop,) = draws(at["SOP", "SOP"])
+    criteria["e"] = {"criterion": "each objective is learned (interval above +1 point)",
+                     "margin_ci95": {"NSP model, NSP set": list(interval(nsp_on_nsp)),
+                                     "SOP model, SOP set": list(interval(sop_on_sop))},
+                     "passes": interval(nsp_on_nsp)[0] > LEARNED_MARGIN
+                     and interval(sop_on_sop)[0] > LEARNED_MARGIN}
+
+    late, early = draws(at["SOP", "NSP"], sop_on_nsp_early, same_seeds=True)
+    growth = late - early
+    criteria["f"] = {"criterion": f"SOP's transfer to NSP grows from step {early_step} to "
+                                  f"{final_step} (paired on documents and seeds)",
+                     "growth": float(np.mean(_margins(at["SOP", "NSP"]))
+                                     - np.mean(_margins(sop_on_nsp_early))),
+                     "growth_one_sided_lower95": one_sided_lower(growth),
+                     "passes": one_sided_lower(growth) > 0}
+
+    margins = {f"{objective} model, {kind} set": {
+        "margin": float(np.mean(_margins(at[objective, kind]))),
+        "seed_margins": _margins(at[objective, kind]),
+        "margin_ci95": list(interval(draws(at[objective, kind])[0])),
+        "documents": int(np.count_nonzero(at[objective, kind][0].pairs)),
+        "pairs": at[objective, kind][0].total_pairs}
+        for objective in OBJECTIVES for kind in SETS}
+    return {"final_step": final_step, "early_step": early_step, "seeds": evaluations.seeds,
+            "resamples": resamples, "bootstrap_seed": BOOTSTRAP_SEED, "criteria": criteria,
+            "margins": margins}
+
+
+def format_markdown(result: dict) -> str:
+    lines = [f"Pre-registered criteria at step {result['final_step']}, {result['seeds']} seeds "
+             f"per cell, {result['resamples']:,} document-bootstrap resamples", "",
+             "| | criterion | passes | numbers |", "|---|---|---|---|"]
+    for key, entry in result["criteria"].items():
+        numbers = "; ".join(f"{name} {_format(value)}" for name, value in entry.items()
+                            if name not in ("criterion", "passes"))
+        lines.append(f"| ({key}) | {entry['criterion']} | {'yes' if entry['passes'] else 'no'} "
+                     f"| {numbers} |")
+    return "\n".join(lines) + "\n"
+
+
+def _format(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{name}: {_format(inner)}" for name, inner in value.items())
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_format(inner) for inner in value) + "]"
+    if isinstance(value, float):
+        return f"{value * 100:+.2f} pt"
+    return str(value)
