@@ -185,10 +185,12 @@ def run_once():
 
     finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict or FLAGS.export_dir:
-        predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, test_examples)
+        predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, test_examples,
+                           trainer.config.jit_compile)
 
 
-def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, examples):
+def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, examples,
+                       jit_compile: bool):
     """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
     weights, source = finetuning_cli.prediction_weights(
         FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train,
@@ -198,7 +200,7 @@ def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, e
     if FLAGS.do_predict:
         features = stack_features(convert_examples(examples, glue_task, FLAGS.max_seq_length,
                                                    tokenizer), glue_task.is_regression)
-        logits = bucketed_logits(model, features, FLAGS.predict_batch_size, FLAGS.jit_compile)
+        logits = bucketed_logits(model, features, FLAGS.predict_batch_size, jit_compile)
         probabilities, predictions = predictions_from_logits(logits, glue_task.is_regression)
         written = write_predictions(FLAGS.output_dir, glue_task, [e.guid for e in examples],
                                     probabilities, predictions)

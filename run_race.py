@@ -179,7 +179,9 @@ def predict(task, trainer, tokenizer, init_checkpoint, examples):
     features = stack_choice_features([
         convert_race_example(example, FLAGS.max_seq_length, FLAGS.max_qa_length, tokenizer)
         for example in examples])
-    logits = bucketed_logits(model, features, FLAGS.predict_batch_size, FLAGS.jit_compile)
+    # The trainer's resolved setting: --jit_compile unset means XLA on GPUs and TPUs.
+    logits = bucketed_logits(model, features, FLAGS.predict_batch_size,
+                             trainer.config.jit_compile)
     metrics = multiple_choice_metrics(logits, features["label_ids"],
                                       tuple(level_counts(examples).items()))
     best = trainer.directory.best()

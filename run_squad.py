@@ -241,7 +241,8 @@ def predict_with_best(task, trainer, init_checkpoint, head):
         FLAGS.output_dir, init_checkpoint, task.config, head, {}, FLAGS.do_train)
     model = task.build_model()
     assign_model_weights(model, weights, source)
-    scores = task.predict_and_score(model, FLAGS.predict_batch_size, FLAGS.jit_compile)
+    # The trainer's resolved setting: --jit_compile unset means XLA on GPUs and TPUs.
+    scores = task.predict_and_score(model, FLAGS.predict_batch_size, trainer.config.jit_compile)
     best = trainer.directory.best()
     step = best["step"] if best and source.endswith("model.ckpt-best") else None
     if scores is not None:

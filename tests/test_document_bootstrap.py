@@ -131,7 +131,7 @@ def _judged(counts_of):
     class StandIn:
         seeds = 2
 
-        def counts(self, objective, step, kind):
+        def counts(self, objective, step, kind, across_sets=False):
             return counts_of(objective, step, kind)
 
     return judge(StandIn(), final_step=12000, early_step=6000, resamples=1000)["criteria"]
@@ -207,6 +207,14 @@ def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
     assert all(isinstance(entry["passes"], bool) for entry in result["criteria"].values())
     margins = result["margins"]["SOP model, NSP set"]
     assert 300 < margins["documents"] <= 400 and margins["pairs"] > margins["documents"]
+    # A set's own intervals are those `evaluate` reports for it (its own documents resampled).
+    assert main(["evaluate", f"--albert_config_file={tmp_path / 'model' / 'albert_config.json'}",
+                 f"--checkpoints={tmp_path / 'model' / 'model.ckpt-best'}",
+                 f"--records={tmp_path / 'data' / 'heldout-nsp.tfrecord'}",
+                 f"--output={tmp_path / 'evaluate.json'}", "--resamples=300"]) == 0
+    evaluated = json.loads((tmp_path / "evaluate.json").read_text())[0]
+    assert margins["margin_ci95"] == pytest.approx(evaluated["margin_ci95"])
+    assert margins["documents"] == evaluated["documents"]
     # The same untrained weights everywhere: no growth from step 6000 to 12000, exactly.
     assert result["criteria"]["f"]["growth"] == 0
     assert "| (f) |" in capsys.readouterr().out

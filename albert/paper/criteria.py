@@ -5,8 +5,10 @@ criteria (a)–(f) of docs/paper.md exactly as written there, from the cells'
 checkpoints at `--final_step` and `--early_step`: per held-out document counts
 of every (cell, seed, step, set), then document-bootstrap draws
 (`albert.evaluation.document_bootstrap`), paired where a criterion compares
-two evaluations (the NSP and SOP sets are aligned on the union of their
-documents; a document without pairs in one set weighs nothing there).
+two evaluations. A criterion on one set resamples that set's own documents
+(as `python -m albert.paper evaluate` does); the asymmetry (c), which compares
+the two sets, resamples the union of their documents (a document without
+pairs in one set weighs nothing there).
 
 Per-document counts are cached beside each run as `documents-<step>.json`
 (written once, never overwritten), so judging again costs no evaluation.
@@ -66,9 +68,19 @@ class Evaluations:
             self.documents[kind] = documents
         self.order = np.union1d(*self.documents.values())
 
-    def counts(self, objective: str, step: int, kind: str) -> List[DocumentCounts]:
-        """One DocumentCounts per seed of the `objective` cell at `step` on the `kind` set."""
-        return [self._seed_counts(objective, seed, step)[kind] for seed in range(1, self.seeds + 1)]
+    def counts(self, objective: str, step: int, kind: str,
+               across_sets: bool = False) -> List[DocumentCounts]:
+        """One DocumentCounts per seed of the `objective` cell at `step` on the `kind` set: on
+        the set's own documents (what `python -m albert.paper evaluate` resamples), or with
+        `across_sets` on the union of both sets' documents, to pair it with the other set."""
+        found = [self._seed_counts(objective, seed, step)[kind]
+                 for seed in range(1, self.seeds + 1)]
+        if across_sets:
+            return found
+        own = np.isin(self.order, self.documents[kind])
+        return [DocumentCounts(*(getattr(counts, field)[own] for field in
+                                 ("documents", "pairs", "correct", "label_one")))
+                for counts in found]
 
     def _seed_counts(self, objective: str, seed: int, step: int) -> Dict[str, DocumentCounts]:
         run_dir = run_directory(self.output_dir, cell_run_names()[objective], seed)
@@ -131,7 +143,9 @@ def judge(evaluations: Evaluations, final_step: int, early_step: int,
                      "seed_margins": seed_margins,
                      "passes": one_sided_lower(sop_on_nsp) > 0 and min(seed_margins) > 0}
 
-    transfer, reverse = draws(at["SOP", "NSP"], at["NSP", "SOP"])
+    # Paired across the two sets: both on the union of their documents.
+    transfer, reverse = draws(evaluations.counts("SOP", final_step, "NSP", across_sets=True),
+                              evaluations.counts("NSP", final_step, "SOP", across_sets=True))
     difference = transfer - reverse
     criteria["c"] = {"criterion": "the asymmetry: (SOP model on the NSP set) - (NSP model on "
                                   "the SOP set), paired on documents",

@@ -56,7 +56,8 @@ class DynamicMasking:
         """
         length = int(input_mask.sum())
         original = input_ids.copy()
-        real = weights > 0
+        # A stored position outside the sequence is ignored; a repeated one keeps its last label.
+        real = (weights > 0) & (positions >= 0) & (positions < len(input_ids))
         original[positions[real]] = ids[real]
         rng = random.Random(self.seed_text(position))
         masked = mask_sequence(original[:length].tolist(),
@@ -79,10 +80,13 @@ class DynamicMasking:
         input_ids = features["input_ids"]
         size = tf.shape(input_ids)[1]
         predictions = self.masking.max_predictions_per_seq
-        # Undo the stored masks: the stored labels go back to their positions.
+        # Undo the stored masks: the stored labels go back to their positions (as in `remask`:
+        # one_hot ignores positions outside the sequence; a repeated position keeps its last).
         stored = tf.one_hot(features["masked_lm_positions"], size, dtype=tf.int32) * tf.cast(
-            features["masked_lm_weights"] > 0, tf.int32)[:, :, None]
-        restored = tf.reduce_sum(stored * features["masked_lm_ids"][:, :, None], axis=1)
+            features["masked_lm_weights"] > 0, tf.int32)[:, :, None]          # [B, P, S]
+        slot = tf.range(1, predictions + 1)[None, :, None]
+        last = tf.argmax(stored * slot, axis=1, output_type=tf.int32)           # [B, S]
+        restored = tf.gather(features["masked_lm_ids"], last, batch_dims=1)
         original = tf.where(tf.reduce_sum(stored, axis=1) > 0, restored, input_ids)
         texts = tf.strings.join([f"{SEED_TEXT_PREFIX}/{self.seed}/",
                                  tf.strings.as_string(tf.cast(stream_positions, tf.int64))])

@@ -207,8 +207,10 @@ def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_s
     shard_sources(task_input.source, input_shards)  # the file count is checked before any graph
     if workers > 1 and input_shards % workers:
         logger.warning("Every one of the %d workers reads all the training records and keeps its "
-                       "share; --input_shards=%d (a multiple of the workers, at most the number "
-                       "of files) makes each read only its own files", workers, workers)
+                       "share. A new run started with --input_shards=%d (a multiple of the "
+                       "workers, at most the number of files) has each read only its own files; "
+                       "it is a different record stream, so do not change it when resuming",
+                       workers, workers)
 
     def dataset_fn(context: tf.distribute.InputContext):
         plan = InputPlan(input_shards, context.num_input_pipelines, context.input_pipeline_id)

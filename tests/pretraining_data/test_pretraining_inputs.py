@@ -177,3 +177,28 @@ def test_the_input_pipeline_draws_the_masks_of_the_python_definition_in_graph_op
             "input_word_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")]
         for want, got in zip(expected, actual):
             np.testing.assert_array_equal(got, want)
+
+
+def test_stored_masks_repeated_or_out_of_range_are_undone_alike_in_ops_and_python():
+    """A record from another tool may repeat a stored position (the last label wins) or
+    store one past the sequence (ignored): the graph ops and `remask` agree on both."""
+    ids = np.array([[2, 11, 4, 12, 4, 13, 3, 14, 15, 3, 0, 0]], np.int32)
+    features = {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
+                "token_boundary": np.ones_like(ids),
+                "masked_lm_positions": np.array([[2, 4, 2, 20]], np.int32),
+                "masked_lm_ids": np.array([[30, 31, 32, 33]], np.int32),
+                "masked_lm_weights": np.ones([1, 4], np.float32)}
+    dynamic = DynamicMasking(MaskingConfig(masked_lm_prob=0.3, max_predictions_per_seq=4),
+                             MaskingVocabulary(100, 4, 2, 3), seed=1)
+    for position in range(5):
+        drawn = dynamic(dict(features), tf.constant([position], tf.int64))
+        expected = dynamic.remask(position, *(features[name][0] for name in (
+            "input_ids", "input_mask", "token_boundary", "masked_lm_positions", "masked_lm_ids",
+            "masked_lm_weights")))
+        for name, want in zip(("input_ids", "masked_lm_positions", "masked_lm_ids",
+                               "masked_lm_weights"), expected):
+            np.testing.assert_array_equal(drawn[name][0].numpy(), want)
+        # Position 2 was restored to its last stored label (32), not to 30 + 32.
+        restored = np.where(drawn["masked_lm_weights"][0].numpy() > 0,
+                            drawn["masked_lm_ids"][0].numpy(), -1)
+        assert 62 not in restored and 30 not in restored
