@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from albert.evaluation.document_bootstrap import (document_counts, interval, margin_draws,
-                                                  margin_summary)
+from albert.evaluation.document_bootstrap import (difference_summary, document_counts,
+                                                  document_draws, interval, margin_summary,
+                                                  masked_lm_summary, masked_token_counts)
 
 
 def _evaluation(rng, documents, pairs_per_document, document_dependent):
@@ -56,11 +57,59 @@ def test_paired_draws_resample_the_same_documents_for_every_evaluation():
     rng = np.random.default_rng(2)
     ids, labels, predicted = _evaluation(rng, 50, 20, True)
     counts = document_counts(ids, labels, predicted)
-    first, second = margin_draws([[counts], [counts]], resamples=500)
+    first, second = document_draws([[counts], [counts]], resamples=500)
     np.testing.assert_array_equal(first, second)
     # Seeds are resampled too: two different seeds widen nothing when they agree exactly.
-    pooled = margin_draws([[counts, counts]], resamples=500)[0]
+    pooled = document_draws([[counts, counts]], resamples=500)[0]
     assert interval(pooled) == pytest.approx(interval(first), abs=0.02)
+
+
+def _masked_tokens(rng, documents, records_per_document, difficulty, shift=0.0):
+    """Per record: masked tokens (1-5) and correct ones, right at the document's rate
+    (`difficulty`, one per document) + `shift`."""
+    ids = np.repeat(np.arange(documents), records_per_document)
+    tokens = rng.integers(1, 6, len(ids))
+    correct = rng.binomial(tokens, np.clip(difficulty[ids] + shift, 0, 1))
+    return ids, tokens, correct
+
+
+def test_masked_lm_accuracy_gets_a_document_interval_that_clustering_widens():
+    rng = np.random.default_rng(4)
+    spread = lambda count: np.where(rng.random(count) < 0.5, 0.1, 0.4)  # noqa: E731
+    few = masked_lm_summary([masked_token_counts(*_masked_tokens(rng, 10, 400, spread(10)))],
+                            resamples=2000)
+    many = masked_lm_summary([masked_token_counts(*_masked_tokens(rng, 1000, 4, spread(1000)))],
+                             resamples=2000)
+    assert few["documents"] == 10 and many["documents"] == 1000
+    width = {name: summary["accuracy_ci95"][1] - summary["accuracy_ci95"][0]
+             for name, summary in (("few", few), ("many", many))}
+    assert width["few"] > 3 * width["many"]
+    assert width["few"] > 3 * 2 * 1.96 * few["naive_standard_error"]
+    ids, tokens, correct = _masked_tokens(rng, 50, 10, spread(50))
+    summary = masked_lm_summary([masked_token_counts(ids, tokens, correct)], resamples=500)
+    assert summary["masked_tokens"] == tokens.sum()
+    assert summary["accuracy"] == pytest.approx(correct.sum() / tokens.sum())
+
+
+def test_a_difference_on_shared_documents_is_narrower_than_either_accuracy():
+    # Two cells on the same documents: the documents' difficulty moves both alike, so paired
+    # draws cancel it and the difference's interval is far narrower than each accuracy's.
+    rng = np.random.default_rng(5)
+    difficulty = rng.uniform(0.05, 0.6, 40)
+    first = masked_token_counts(*_masked_tokens(rng, 40, 200, difficulty, shift=0.03))
+    second = masked_token_counts(*_masked_tokens(rng, 40, 200, difficulty))
+    summary = difference_summary([first], [second], resamples=2000)
+    assert summary["difference"] == pytest.approx(first.accuracy() - second.accuracy())
+    low, high = summary["difference_ci95"]
+    assert low < summary["difference"] < high and low > 0
+    widths = [np.subtract(*reversed(masked_lm_summary([counts], resamples=2000)["accuracy_ci95"]))
+              for counts in (first, second)]
+    assert high - low < min(widths) / 3
+    # Unpaired draws (the two on independent document draws) would be about as wide as both.
+    independent = np.subtract(*[document_draws([[counts]], resamples=2000, seed=seed)[0]
+                                for counts, seed in ((first, 1), (second, 2))])
+    independent_low, independent_high = interval(independent)
+    assert independent_high - independent_low > 3 * (high - low)
 
 
 def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synthetic_corpus,
@@ -100,6 +149,12 @@ def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synt
         assert low <= row["margin"] <= high and row["naive_standard_error"] > 0
     assert pooled[0]["seeds"] == 2
     assert pooled[0]["margin"] == pytest.approx(np.mean([row["margin"] for row in per_seed]))
+    for row in per_seed:  # the masked LM's interval, counted per record of the same pass
+        low, high = row["masked_lm_accuracy_ci95"]
+        assert low <= row["masked_lm_accuracy"] <= high and row["masked_tokens"] > row["pairs"]
+    pooled_masked = [row["pooled_masked_lm"] for row in results if "pooled" in row][0]
+    assert pooled_masked["accuracy"] == pytest.approx(
+        np.mean([row["masked_lm_accuracy"] for row in per_seed]), abs=1e-6)
     # Data made before the documents file: still evaluated, pair by pair, with a warning.
     (tmp_path / "heldout-sop.tfrecord.documents.npz").unlink()
     status = main(["evaluate", f"--albert_config_file={tmp_path / 'seed1' / 'albert_config.json'}",
@@ -116,8 +171,8 @@ def test_draws_of_the_same_seeds_pair_the_seeds_too():
     seeds = [document_counts(*_evaluation(rng, 40, 10, True)) for _ in range(2)]
     shifted = [dataclasses.replace(counts, correct=np.minimum(counts.correct + 1, counts.pairs))
                for counts in seeds]
-    later, earlier = margin_draws([shifted, seeds], resamples=400, same_seeds=True)
-    independent_later, independent_earlier = margin_draws([shifted, seeds], resamples=400)
+    later, earlier = document_draws([shifted, seeds], resamples=400, same_seeds=True)
+    independent_later, independent_earlier = document_draws([shifted, seeds], resamples=400)
     # One more right answer per document in every seed: paired growth is positive in every
     # draw; drawing the two evaluations' seeds independently loses that.
     assert np.all(later - earlier > 0)

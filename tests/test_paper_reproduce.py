@@ -140,9 +140,13 @@ def test_a_cells_seeds_pool_into_one_margin_with_a_document_interval():
         correct = np.round(pairs * rate).astype(int)
         counts = {"documents": documents.tolist(), "pairs": pairs.tolist(),
                   "correct": correct.tolist(), "label_one": label_one.tolist()}
+        tokens = pairs * 3
+        masked = {"documents": documents.tolist(), "tokens": tokens.tolist(),
+                  "correct": np.round(tokens * 0.1 * seed).tolist()}
         return {"cell": "SOP", "random_seed": seed, "downstream": {}, "commands": [],
                 "intrinsic": {"MLM acc": 0.1 * seed, "NSP acc": rate, "SOP acc": rate,
-                              "documents": {"NSP acc": counts, "SOP acc": counts}}}
+                              "documents": {"NSP acc": counts, "SOP acc": counts},
+                              "masked_lm_documents": masked}}
 
     pooled = pool_seeds([seed_result(1, 0.6), seed_result(2, 0.7)])
     assert pooled["intrinsic"]["MLM acc"] == pytest.approx(0.15)
@@ -151,6 +155,10 @@ def test_a_cells_seeds_pool_into_one_margin_with_a_document_interval():
     assert margin["seeds"] == 2 and margin["documents"] == 40
     low, high = margin["margin_ci95"]
     assert low < margin["margin"] < high
+    masked = pooled["pooled_masked_lm"]
+    assert masked["seeds"] == 2 and masked["accuracy"] == pytest.approx(0.15, abs=0.01)
+    low, high = masked["accuracy_ci95"]
+    assert 0.1 - 0.01 < low < masked["accuracy"] < high < 0.2 + 0.01
 
 
 def _text(path: str) -> str:
@@ -279,6 +287,19 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "Gradients do not exist" not in second.stderr + _text(tmp_path / "first.log")
     intrinsic = json.loads(_text(output / "runs" / sop_cell.run_name / "intrinsic.json"))
     assert intrinsic["heldout_sop"]["examples"] > 0 and intrinsic["heldout_nsp"]["examples"] > 0
+    # The per-document masked-token counts add up to the library's masked-LM accuracy.
+    masked = intrinsic["masked_lm_documents"]
+    assert sum(masked["correct"]) / sum(masked["tokens"]) == pytest.approx(
+        intrinsic["MLM acc"], abs=1e-6)
+    sop_documents = intrinsic["documents"]["SOP acc"]
+    assert masked["documents"] == sop_documents["documents"]
+    assert sum(sop_documents["pairs"]) == intrinsic["heldout_sop"]["examples"]
+    (difference,) = report["masked_lm_differences"]
+    assert difference["cells"] == ["SP task=None", "SP task=SOP"]
+    assert difference["differs_in"] == "SP task" and difference["seeds"] == [1, 1]
+    assert difference["difference"] == pytest.approx(
+        report["rows"][0]["intrinsic"]["MLM acc"] - report["rows"][1]["intrinsic"]["MLM acc"],
+        abs=1e-6)
     # `python -m albert.paper evaluate` gives any checkpoint the cells' intrinsic evaluation.
     run_dir = output / "runs" / sop_cell.run_name
     held_out = [str(output / "data" / f"heldout-{kind}.tfrecord") for kind in ("nsp", "sop")]
@@ -308,6 +329,8 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "| SOP | paper | 12M | 54.0 | 78.9 | 86.5 | 89.3/82.3 |" in markdown
     assert "| SOP | ours |" in markdown and "![Table 5](table5.png)" in markdown
     assert "Chance on our held-out sets" in markdown and "not the GLUE tasks" not in markdown
+    assert "## Masked-LM differences between cells" in markdown
+    assert "SP task=SOP: MLM acc " in markdown
     for row in report["rows"]:  # sentence accuracies against each set's majority share
         assert set(row["above_chance"]) == {"NSP acc", "SOP acc"}
         assert f"{row['cell']}: above chance by NSP acc " in markdown

@@ -15,12 +15,13 @@ from albert.config import AlbertConfig
 from albert.datasets.demo_corpus import require_demo_packages
 from albert.errors import AlbertError, InputError
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
-from albert.evaluation.document_bootstrap import RESAMPLES, document_counts, margin_summary
+from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, margin_summary,
+                                                  masked_lm_summary, masked_token_counts)
 from albert.paper.criteria import Evaluations, judge
 from albert.paper.criteria import format_markdown as format_criteria
 from albert.paper.params import format_markdown, parameter_rows
 from albert.paper.report import build_report, write_report
-from albert.paper.reproduce import Reproduction, evaluate_checkpoint, sentence_predictions
+from albert.paper.reproduce import Reproduction, evaluate_checkpoint, record_predictions
 from albert.paper.scales import SCALES
 from albert.paper.tables import TABLES
 from albert.pretraining_data.schema import read_record_documents
@@ -115,12 +116,15 @@ def _evaluate(args) -> int:
     counts = {path: sentence_label_counts(path) for path in records}
     documents = {path: _record_documents(path, counts[path].total) for path in records}
     per_document = {path: [] for path in records}
+    masked_per_document = {path: [] for path in records}
     results = []
     for checkpoint in checkpoints:
         for path in records:
-            labels, predicted = sentence_predictions(checkpoint, config, path,
-                                                     args.eval_batch_size)
-            per_document[path].append(document_counts(documents[path], labels, predicted))
+            found = record_predictions(checkpoint, config, path, args.eval_batch_size)
+            per_document[path].append(document_counts(documents[path], found.labels,
+                                                      found.predicted))
+            masked_per_document[path].append(masked_token_counts(
+                documents[path], found.masked_tokens, found.masked_correct))
             metrics = evaluate_checkpoint(checkpoint, config, path, args.eval_batch_size)
             accuracy = metrics["sentence_order_accuracy"]
             metrics.update(
@@ -131,13 +135,18 @@ def _evaluate(args) -> int:
             intervals = margin_summary(per_document[path][-1:], args.resamples)
             del intervals["accuracy"], intervals["majority_share"]  # in metrics already
             metrics.update(intervals)
+            masked = masked_lm_summary(masked_per_document[path][-1:], args.resamples)
+            metrics.update(masked_tokens=masked["masked_tokens"],
+                           masked_lm_accuracy_ci95=masked["accuracy_ci95"])
             results.append({"checkpoint": checkpoint, "records": path, **metrics})
             print(f"{checkpoint} on {path}: margin {intervals['margin']:+.4f}, document "
                   f"bootstrap 95 % interval [{intervals['margin_ci95'][0]:+.4f}, "
                   f"{intervals['margin_ci95'][1]:+.4f}] ({intervals['documents']} documents, "
                   f"{intervals['pairs']} pairs)", flush=True)
             print(f"{checkpoint} on {path}: masked-LM accuracy "
-                  f"{metrics['masked_lm_accuracy']:.4f}, sentence accuracy {accuracy:.4f} "
+                  f"{metrics['masked_lm_accuracy']:.4f} (document bootstrap 95 % interval "
+                  f"[{masked['accuracy_ci95'][0]:.4f}, {masked['accuracy_ci95'][1]:.4f}], "
+                  f"{masked['masked_tokens']} masked tokens), sentence accuracy {accuracy:.4f} "
                   f"({metrics['standard_errors_above_chance']:+.1f} SE above the majority share "
                   f"{counts[path].majority_share:.4f}), recall by label "
                   f"{metrics['recall_by_label']['0']:.3f} / {metrics['recall_by_label']['1']:.3f}",
@@ -145,7 +154,9 @@ def _evaluate(args) -> int:
     if args.seeds_of_one_cell and len(checkpoints) > 1:
         for path in records:
             pooled = margin_summary(per_document[path], args.resamples)
-            results.append({"checkpoints": checkpoints, "records": path, "pooled": pooled})
+            pooled_masked = masked_lm_summary(masked_per_document[path], args.resamples)
+            results.append({"checkpoints": checkpoints, "records": path, "pooled": pooled,
+                            "pooled_masked_lm": pooled_masked})
             print(f"{len(checkpoints)} seeds pooled on {path}: margin {pooled['margin']:+.4f}, "
                   f"document bootstrap 95 % interval [{pooled['margin_ci95'][0]:+.4f}, "
                   f"{pooled['margin_ci95'][1]:+.4f}]", flush=True)

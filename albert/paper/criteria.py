@@ -24,9 +24,9 @@ from albert import io
 from albert.config import AlbertConfig
 from albert.errors import InputError
 from albert.evaluation.document_bootstrap import (BOOTSTRAP_SEED, RESAMPLES, DocumentCounts,
-                                                  document_counts, interval, margin_draws,
+                                                  document_counts, document_draws, interval,
                                                   one_sided_lower)
-from albert.paper.reproduce import sentence_predictions
+from albert.paper.reproduce import record_predictions
 from albert.paper.tables import TABLES
 from albert.pretraining_data.schema import read_record_documents
 
@@ -94,9 +94,10 @@ class Evaluations:
                 os.path.join(run_dir, "pretraining", "albert_config.json"))
             found = {}
             for kind in SETS:
-                labels, predicted = sentence_predictions(checkpoint, config, self.records[kind],
-                                                         self.batch_size)
-                counts = document_counts(self.documents[kind], labels, predicted, self.order)
+                found_here = record_predictions(checkpoint, config, self.records[kind],
+                                                self.batch_size)
+                counts = document_counts(self.documents[kind], found_here.labels,
+                                         found_here.predicted, self.order)
                 found[kind] = {field: getattr(counts, field).tolist()
                                for field in ("documents", "pairs", "correct", "label_one")}
             io.write_json_atomically(cache, found)
@@ -123,7 +124,7 @@ def judge(evaluations: Evaluations, final_step: int, early_step: int,
           resamples: int = RESAMPLES) -> dict:
     """Criteria (a)–(f) as written before the runs; every number they rest on is reported."""
     def draws(*evaluated, same_seeds=False):
-        return margin_draws(list(evaluated), resamples, BOOTSTRAP_SEED, same_seeds)
+        return document_draws(list(evaluated), resamples, BOOTSTRAP_SEED, same_seeds)
 
     at = {(objective, kind): evaluations.counts(objective, final_step, kind)
           for objective in OBJECTIVES for kind in SETS}

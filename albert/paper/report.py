@@ -17,8 +17,8 @@ import numpy as np
 
 from albert import io
 from albert.evaluation.chance import ABOVE_CHANCE_STANDARD_ERRORS, sentence_label_counts
-from albert.evaluation.document_bootstrap import DocumentCounts
-from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction
+from albert.evaluation.document_bootstrap import DocumentCounts, difference_summary
+from albert.paper.reproduce import PAPER_GLUE_TASKS, Reproduction, cell_masked_token_counts
 from albert.paper.tables import DOWNSTREAM_COLUMNS, INTRINSIC_COLUMNS, Cell, Table
 from albert.training.run_directory import read_train_log
 
@@ -91,6 +91,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
                                       else chance_margins(result["intrinsic"], counts)),
                      "margins": result.get("pooled_margins", {}),
                      "seed_margins": _seed_margins(result),
+                     "masked_lm": result.get("pooled_masked_lm"),
                      "findings": run_findings(reproduction.run_dir(cell), result["intrinsic"])})
     notes = [f"Ours: scale `{reproduction.scale.name}` ({describe_scale(reproduction)}); "
              "the paper: BookCorpus + Wikipedia, batch 4096, sequence length 512, 125,000 steps.",
@@ -105,10 +106,32 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
         notes.append(DEMO_NOTE)
     notes += [_margin_note(row) for row in rows if row["above_chance"]]
     notes += [_interval_note(row) for row in rows if row["margins"]]
+    notes += [_masked_lm_note(row) for row in rows if row["masked_lm"]]
     notes += [f"{row['cell']}: {'; '.join(row['findings'])}." for row in rows if row["findings"]]
     return {"table": table.number, "title": table.title, "scale": reproduction.scale.name,
             "key_columns": list(table.key_columns), "columns": columns, "rows": rows,
-            "notes": notes, "commands": {"data": _data_commands(reproduction)}}
+            "notes": notes, "masked_lm_differences": masked_lm_differences(cells, results),
+            "commands": {"data": _data_commands(reproduction)}}
+
+
+def masked_lm_differences(cells: List[Cell], results: List[dict]) -> List[dict]:
+    """MLM acc of every two cells that differ in one setting (Table 4: the strategies at one
+    E, one strategy at both E), first − second, with its 95 % interval from paired draws of
+    the held-out documents (each cell's seeds drawn on their own). Cells without
+    per-document counts are left out."""
+    counted = [(cell, cell_masked_token_counts(result)) for cell, result in zip(cells, results)]
+    counted = [(cell, counts) for cell, counts in counted if counts is not None]
+    differences = []
+    for index, (first, first_counts) in enumerate(counted):
+        for second, second_counts in counted[index + 1:]:
+            differing = [name for (name, value), (_, other) in zip(first.keys, second.keys)
+                         if value != other]
+            if len(differing) != 1:
+                continue
+            summary = difference_summary(first_counts, second_counts)
+            differences.append({"cells": [first.label, second.label], "differs_in": differing[0],
+                                "seeds": [len(first_counts), len(second_counts)], **summary})
+    return differences
 
 
 def heldout_label_counts(reproduction: Reproduction) -> dict:
@@ -162,6 +185,30 @@ def _interval_note(row: dict) -> str:
     return f"{row['cell']}: {'; '.join(parts)}."
 
 
+def _masked_lm_note(row: dict) -> str:
+    masked = row["masked_lm"]
+    low, high = masked["accuracy_ci95"]
+    return (f"{row['cell']}: MLM acc {100 * masked['accuracy']:.1f}, document bootstrap 95 % "
+            f"interval [{100 * low:.1f}, {100 * high:.1f}] ({masked['seeds']} "
+            f"seed{'s' if masked['seeds'] > 1 else ''}; {masked['documents']:,} documents, "
+            f"{masked['masked_tokens']:,.0f} masked tokens).")
+
+
+def _format_differences(differences: List[dict]) -> List[str]:
+    if not differences:
+        return []
+    lines = ["", "## Masked-LM differences between cells", "",
+             "MLM acc of the first cell minus the second's (points), with a 95 % interval from "
+             "paired draws of the held-out documents:", "",
+             "| first | second | difference | 95 % interval | seeds |", "|---|---|---|---|---|"]
+    for entry in differences:
+        low, high = entry["difference_ci95"]
+        lines.append(f"| {entry['cells'][0]} | {entry['cells'][1]} | "
+                     f"{100 * entry['difference']:+.1f} | [{100 * low:+.1f}, {100 * high:+.1f}] | "
+                     f"{entry['seeds'][0]} / {entry['seeds'][1]} |")
+    return lines
+
+
 def describe_scale(reproduction: Reproduction) -> str:
     scale = reproduction.scale
     return (f"widths ÷ {scale.width_divisor}, depth ÷ {scale.depth_divisor}, vocabulary {scale.vocab_size:,}, sequence length "
@@ -186,6 +233,7 @@ def format_markdown(report: dict) -> str:
             values = [row[source].get(column, "") for column in columns]
             lines.append("| " + " | ".join([*key_values, source, *values]) + " |")
     lines += [""] + [f"- {note}" for note in report["notes"]]
+    lines += _format_differences(report.get("masked_lm_differences", []))
     lines += ["", f"![Table {report['table']}](table{report['table']}.png)", "", "## Commands", "",
               "Data:", "", "```sh", *report["commands"]["data"], "```"]
     for row in report["rows"]:

@@ -39,7 +39,9 @@ from albert.finetuning_data.glue import TASKS
 from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
 from albert.pretraining_data.inputs import PretrainingParser
-from albert.evaluation.document_bootstrap import DocumentCounts, document_counts, margin_summary
+from albert.evaluation.document_bootstrap import (DocumentCounts, MaskedTokenCounts,
+                                                  document_counts, margin_summary,
+                                                  masked_lm_summary, masked_token_counts)
 from albert.pretraining_data.schema import load_data_contract, read_record_documents
 from albert.tasks.pretraining import PretrainingTask
 from albert.tokenization import load_tokenizer
@@ -51,6 +53,8 @@ logger = logging.getLogger("albert")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MANIFEST = "reproduce.json"
 RESULT = "result.json"
+# Key of intrinsic.json / result.json: the MLM acc column's per-document masked-token counts.
+MASKED_LM_DOCUMENTS = "masked_lm_documents"
 # Tasks of --glue_dir that fill a column of the paper's tables; others are reported beside them.
 PAPER_GLUE_TASKS = {"mnli": "MNLI", "sst-2": "SST-2"}
 # How long an interrupted step may take to stop on its own before it is killed.
@@ -264,7 +268,7 @@ class Reproduction:
         if io.exists(result_path):
             print(f"[{index}/{total}] {label}: finished earlier ({result_path})", flush=True)
             result = io.read_json(result_path)
-            if self.execute and "documents" not in result["intrinsic"]:
+            if self.execute and not {"documents", MASKED_LM_DOCUMENTS} <= set(result["intrinsic"]):
                 # Finished before runs recorded per-document counts: add them now.
                 result["intrinsic"] = self.intrinsic(cell, self.cell_config(cell), seed)
             return result
@@ -315,22 +319,32 @@ class Reproduction:
                        "SOP acc": sop["sentence_order_accuracy"],
                        "MLM acc (NSP held-out set)": nsp["masked_lm_accuracy"],
                        "heldout_sop": sop, "heldout_nsp": nsp}
-        if "documents" not in metrics:
-            counts = {}
-            for kind in ("NSP", "SOP"):
-                records = self.records("heldout", kind)
-                documents = read_record_documents(records)
-                if documents is None:
-                    break
-                labels, predicted = sentence_predictions(checkpoint, config, records,
-                                                         self.scale.eval_batch_size)
-                found = document_counts(documents, labels, predicted)
-                counts[f"{kind} acc"] = {field: getattr(found, field).tolist() for field in
-                                         ("documents", "pairs", "correct", "label_one")}
-            else:
-                metrics["documents"] = counts
+        if "documents" not in metrics or MASKED_LM_DOCUMENTS not in metrics:
+            metrics.update(self._document_counts(checkpoint, config))
         io.write_json_atomically(path, metrics)
         return metrics
+
+    def _document_counts(self, checkpoint: str, config) -> dict:
+        """Per held-out document: each sentence set's pairs, correct answers and label-1 pairs
+        (`documents`), and the SOP set's masked tokens and correct predictions (the MLM acc
+        column's set); nothing when the records have no documents file."""
+        predictions, documents = {}, {}
+        for kind in ("NSP", "SOP"):
+            records = self.records("heldout", kind)
+            documents[kind] = read_record_documents(records)
+            if documents[kind] is None:
+                return {}
+            predictions[kind] = record_predictions(checkpoint, config, records,
+                                                   self.scale.eval_batch_size)
+        sentence = {f"{kind} acc": document_counts(documents[kind], found.labels, found.predicted)
+                    for kind, found in predictions.items()}
+        masked = masked_token_counts(documents["SOP"], predictions["SOP"].masked_tokens,
+                                     predictions["SOP"].masked_correct)
+        return {"documents": {column: {field: getattr(counts, field).tolist() for field in
+                                       ("documents", "pairs", "correct", "label_one")}
+                              for column, counts in sentence.items()},
+                MASKED_LM_DOCUMENTS: {field: getattr(masked, field).tolist()
+                                      for field in ("documents", "tokens", "correct")}}
 
     def run_table(self, table: Table, cells: List[Cell]) -> List[dict]:
         self.check_manifest()
@@ -353,7 +367,7 @@ def pool_seeds(results: List[dict]) -> dict:
     """One cell's result from its seeds' results: the first seed's, with the intrinsic
     accuracies averaged over seeds, every seed's result under `seeds`, and (where every seed
     has per-document counts) each sentence set's pooled margin with its document-level
-    interval under `pooled_margins`."""
+    interval under `pooled_margins`, the masked-LM accuracy's under `pooled_masked_lm`."""
     if len(results) == 1 and "documents" not in results[0].get("intrinsic", {}):
         return results[0]
     pooled = dict(results[0], seeds=results)
@@ -369,7 +383,21 @@ def pool_seeds(results: List[dict]) -> dict:
                                                       in result["intrinsic"]["documents"][column]
                                                       .items()}) for result in results])
             for column in results[0]["intrinsic"]["documents"]}
+    masked = cell_masked_token_counts(pooled)
+    if masked is not None:
+        pooled["pooled_masked_lm"] = masked_lm_summary(masked)
     return pooled
+
+
+def cell_masked_token_counts(result: dict) -> Optional[List[MaskedTokenCounts]]:
+    """Each seed's per-document masked-token counts of a cell's result (one seed's result or
+    pool_seeds'), or None where a seed has none."""
+    seeds = result.get("seeds", [result])
+    if not all(MASKED_LM_DOCUMENTS in seed["intrinsic"] for seed in seeds):
+        return None
+    return [MaskedTokenCounts(**{field: np.asarray(values) for field, values in
+                                 seed["intrinsic"][MASKED_LM_DOCUMENTS].items()})
+            for seed in seeds]
 
 
 def _with_warm_starts(cells: List[Cell]) -> List[Cell]:
@@ -421,15 +449,35 @@ def evaluate_checkpoint(checkpoint: str, config, records: str, batch_size: int) 
     return metrics
 
 
-def sentence_predictions(checkpoint: str, config, records: str, batch_size: int):
-    """(labels, predicted labels) of the sentence head on every record of `records`, in file
-    order: what document-level intervals resample."""
+@dataclasses.dataclass(frozen=True)
+class RecordPredictions:
+    """Per record of a held-out file, in file order: what document-level intervals resample.
+
+    `labels` / `predicted`: the sentence label and the sentence head's answer;
+    `masked_tokens` / `masked_correct`: the record's masked-LM weights summed, and summed over
+    the positions the masked LM predicts right (their totals give the evaluation's
+    masked-LM accuracy)."""
+
+    labels: np.ndarray
+    predicted: np.ndarray
+    masked_tokens: np.ndarray
+    masked_correct: np.ndarray
+
+
+def record_predictions(checkpoint: str, config, records: str,
+                       batch_size: int) -> RecordPredictions:
+    """The model's answers on every record of `records`, counted per record."""
     model = _pretrainer(checkpoint, config)
     parser = PretrainingParser(load_data_contract([records]).schema)
-    labels, predicted = [], []
+    found = {field.name: [] for field in dataclasses.fields(RecordPredictions)}
     for batch in tf.data.TFRecordDataset([records]).batch(batch_size).map(
             lambda serialized: parser(serialized, None)):
-        logits = model(batch, training=False)["sentence_order_logits"]
-        labels.append(np.reshape(batch["next_sentence_labels"], [-1]))
-        predicted.append(np.argmax(np.asarray(logits), axis=-1))
-    return np.concatenate(labels), np.concatenate(predicted)
+        outputs = model(batch, training=False)
+        weights = np.asarray(batch["masked_lm_weights"], np.float64)
+        right = np.argmax(np.asarray(outputs["mlm_logits"]), axis=-1) == np.asarray(
+            batch["masked_lm_ids"])
+        found["labels"].append(np.reshape(batch["next_sentence_labels"], [-1]))
+        found["predicted"].append(np.argmax(np.asarray(outputs["sentence_order_logits"]), axis=-1))
+        found["masked_tokens"].append(weights.sum(axis=-1))
+        found["masked_correct"].append((weights * right).sum(axis=-1))
+    return RecordPredictions(**{name: np.concatenate(parts) for name, parts in found.items()})
