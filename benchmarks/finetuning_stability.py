@@ -35,7 +35,6 @@ arms took about an hour on 2 CPU cores shared with another job;
 """
 
 import argparse
-import json
 import math
 import os
 import random
