@@ -279,7 +279,6 @@ def test_the_exported_encoder_is_a_checkpoint_the_converters_read(exported, tmp_
 
 
 def test_tflite_encoder_matches_keras_with_builtin_ops_only(exported, tmp_path):
-
     _, checkpoint, _, spm = exported
     result = run_script("-m", "albert.export", f"--init_checkpoint={checkpoint}",
                         f"--albert_config_file={checkpoint}/albert_config.json",
