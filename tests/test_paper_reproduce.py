@@ -161,6 +161,45 @@ def test_a_cells_seeds_pool_into_one_margin_with_a_document_interval():
     assert 0.1 - 0.01 < low < masked["accuracy"] < high < 0.2 + 0.01
 
 
+def test_runs_finished_before_masked_lm_counts_get_them_once(tmp_path, monkeypatch, capsys):
+    from albert.paper import reproduce
+
+    runner = reproduce.Reproduction(str(tmp_path), SCALES["tiny"], "corpus.txt", "heldout.txt")
+    cell = TABLES[5].cells[2]
+    run_dir = tmp_path / "runs" / cell.run_name
+    (run_dir / "pretraining").mkdir(parents=True)
+    documents = np.array([3, 3, 7, 9])
+    sentence = {"documents": [3, 7, 9], "pairs": [2, 1, 1], "correct": [1, 1, 0],
+                "label_one": [1, 0, 1]}
+    old = {"MLM acc": 0.25, "NSP acc": 0.5, "SOP acc": 0.5,
+           "documents": {"NSP acc": sentence, "SOP acc": sentence}}
+    (run_dir / "intrinsic.json").write_text(json.dumps(old))
+    (run_dir / "result.json").write_text(json.dumps({"cell": cell.label, "intrinsic": old}))
+    passes = []
+
+    def predictions(checkpoint, config, records, batch_size):
+        passes.append(records)
+        return reproduce.RecordPredictions(
+            labels=np.array([1, 0, 0, 1]), predicted=np.array([1, 1, 0, 0]),
+            masked_tokens=np.array([2.0, 3.0, 1.0, 2.0]),
+            masked_correct=np.array([1.0, 0.0, 1.0, 0.0]))
+
+    monkeypatch.setattr(reproduce, "read_record_documents", lambda path: documents)
+    monkeypatch.setattr(reproduce, "record_predictions", predictions)
+    # The final checkpoint is gone: a warning, and the result stays as it was.
+    assert runner.run_cell(cell, 1, 1)["intrinsic"] == old
+    assert "is gone" in capsys.readouterr().err and not passes
+    checkpoint = runner.final_checkpoint(cell) + ".index"
+    open(checkpoint, "w").close()
+    result = runner.run_cell(cell, 1, 1)
+    masked = result["intrinsic"]["masked_lm_documents"]
+    assert masked == {"documents": [3, 7, 9], "tokens": [5.0, 1.0, 2.0],
+                      "correct": [1.0, 1.0, 0.0]}
+    assert json.loads((run_dir / "result.json").read_text())["intrinsic"] == result["intrinsic"]
+    assert len(passes) == 2  # one pass over each held-out set
+    assert runner.run_cell(cell, 1, 1) == result and len(passes) == 2  # kept: not done again
+
+
 def _text(path: str) -> str:
     with open(path, encoding="utf-8") as handle:
         return handle.read()

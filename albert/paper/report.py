@@ -124,9 +124,9 @@ def masked_lm_differences(cells: List[Cell], results: List[dict]) -> List[dict]:
     differences = []
     for index, (first, first_counts) in enumerate(counted):
         for second, second_counts in counted[index + 1:]:
-            differing = [name for (name, value), (_, other) in zip(first.keys, second.keys)
-                         if value != other]
-            if len(differing) != 1:
+            first_keys, second_keys = dict(first.keys), dict(second.keys)
+            differing = [name for name in first_keys if first_keys[name] != second_keys.get(name)]
+            if set(first_keys) != set(second_keys) or len(differing) != 1:
                 continue
             summary = difference_summary(first_counts, second_counts)
             differences.append({"cells": [first.label, second.label], "differs_in": differing[0],

@@ -269,8 +269,12 @@ class Reproduction:
             print(f"[{index}/{total}] {label}: finished earlier ({result_path})", flush=True)
             result = io.read_json(result_path)
             if self.execute and not {"documents", MASKED_LM_DOCUMENTS} <= set(result["intrinsic"]):
-                # Finished before runs recorded per-document counts: add them now.
-                result["intrinsic"] = self.intrinsic(cell, self.cell_config(cell), seed)
+                # Finished before runs recorded per-document counts: add them now (kept in
+                # result.json, so that the next run does not look again).
+                intrinsic = self.intrinsic(cell, self.cell_config(cell), seed)
+                if intrinsic != result["intrinsic"]:
+                    result["intrinsic"] = intrinsic
+                    io.write_json_atomically(result_path, result)
             return result
         config = self.cell_config(cell)
         settings = self._settings(cell, config, seed)
@@ -320,7 +324,11 @@ class Reproduction:
                        "MLM acc (NSP held-out set)": nsp["masked_lm_accuracy"],
                        "heldout_sop": sop, "heldout_nsp": nsp}
         if "documents" not in metrics or MASKED_LM_DOCUMENTS not in metrics:
-            metrics.update(self._document_counts(checkpoint, config))
+            if os.path.exists(checkpoint + ".index"):
+                metrics.update(self._document_counts(checkpoint, config))
+            else:
+                print(f"WARNING: {checkpoint} is gone: {path} gets no per-document counts, "
+                      "so this run has no document-level intervals", file=sys.stderr)
         io.write_json_atomically(path, metrics)
         return metrics
 
@@ -328,14 +336,13 @@ class Reproduction:
         """Per held-out document: each sentence set's pairs, correct answers and label-1 pairs
         (`documents`), and the SOP set's masked tokens and correct predictions (the MLM acc
         column's set); nothing when the records have no documents file."""
-        predictions, documents = {}, {}
-        for kind in ("NSP", "SOP"):
-            records = self.records("heldout", kind)
-            documents[kind] = read_record_documents(records)
-            if documents[kind] is None:
-                return {}
-            predictions[kind] = record_predictions(checkpoint, config, records,
-                                                   self.scale.eval_batch_size)
+        documents = {kind: read_record_documents(self.records("heldout", kind))
+                     for kind in ("NSP", "SOP")}
+        if any(found is None for found in documents.values()):
+            return {}
+        predictions = {kind: record_predictions(checkpoint, config, self.records("heldout", kind),
+                                                self.scale.eval_batch_size)
+                       for kind in ("NSP", "SOP")}
         sentence = {f"{kind} acc": document_counts(documents[kind], found.labels, found.predicted)
                     for kind, found in predictions.items()}
         masked = masked_token_counts(documents["SOP"], predictions["SOP"].masked_tokens,
