@@ -38,7 +38,7 @@ from typing import Dict, Optional
 import keras
 import tensorflow as tf
 
-from albert import interrupts
+from albert import interrupts, io
 from albert.checkpoints import model_variables
 from albert.modeling.encoder import set_rematerialization
 from albert.errors import (AlbertError, InputError, RunInterrupted, RunPreempted,
@@ -53,7 +53,7 @@ from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
 from albert.training.replica_step import (agreement_function, replica_values,
                                           train_steps_function)
-from albert.training.run_directory import RunDirectory
+from albert.training.run_directory import DATA_ORDER_FILE, RunDirectory
 
 logger = logging.getLogger("albert")
 
@@ -152,6 +152,14 @@ class TrainerConfig:
     gradient_accumulation_steps: int = 1  # micro-batches per replica batch (replica_step)
     rematerialize: bool = False  # recompute each block's activations in the backward pass
 
+    def data_order(self) -> dict:
+        """The settings that fix which records step `s` reads (albert.training.inputs): kept in
+        the run directory's DATA_ORDER_FILE, so that a resumed run reads on in the same order
+        (a forgotten --random_seed or --train_batch_size would otherwise mix two orders)."""
+        return {"train_batch_size": self.train_batch_size, "random_seed": self.random_seed,
+                "shuffle_buffer_size": self.shuffle_buffer_size,
+                "input_shards": self.input_shards, "bucket_window": self.bucket_window}
+
     def validate(self) -> None:
         if self.mixed_precision not in MIXED_PRECISION:
             raise InputError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}")
@@ -242,14 +250,17 @@ class Trainer:
         self.model, self.optimizer = model, optimizer
         return model, optimizer
 
-    def _start(self, model, optimizer, locks) -> Optional[int]:
-        """Every check, then the first writes: returns the step to resume from (or None)."""
+    def _start(self, model, optimizer, locks, training: bool) -> Optional[int]:
+        """Every check, then the first writes: returns the step to resume from (or None).
+        `training`: the run trains, so its data order is a run file too."""
         step = self.checkpoints.latest_step()
         if self.worker.count > 1:
             # First, while every worker is still here: a check one worker alone
             # fails would leave the others waiting in this collective.
             self._check_workers_share_output_dir(step)
-        run_files = self.task.run_files()
+        run_files = dict(self.task.run_files())
+        if training:
+            run_files[DATA_ORDER_FILE] = io.json_text(self.config.data_order())
         self.directory.check_run_files(run_files)
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)
@@ -285,7 +296,8 @@ class Trainer:
         """Trains to `num_train_steps` (resuming if a checkpoint exists); returns the last eval."""
         config = self.config
         model, optimizer = self._build()
-        step = self._start(model, optimizer, ("train", "eval") if do_eval else ("train",))
+        step = self._start(model, optimizer, ("train", "eval") if do_eval else ("train",),
+                           training=True)
         self._step = step or 0
         try:
             if step is not None:
@@ -469,7 +481,7 @@ class Trainer:
         model, optimizer = self._build()
         if not self.checkpoints.steps():
             raise InputError(f"No checkpoint to evaluate in {self.config.output_dir}")
-        self._start(model, optimizer, ("eval",))
+        self._start(model, optimizer, ("eval",), training=False)
         try:
             return self._evaluate_pending(model, optimizer)
         except KeyboardInterrupt:

@@ -19,9 +19,12 @@
 * `tensorboard/{train,eval}`: summaries, created on first use. On object
   stores the training summaries are written at each `flush_logs()`, each
   flush into a new event file (written once, never re-uploaded).
-* run files (e.g. `albert_config.json`): written once all checks of a run
-  have passed; a later run into the same directory must bring identical
-  ones, or it is refused before anything is written.
+* run files (e.g. `albert_config.json`; for training runs `data_order.json`,
+  the batch size, seed, shuffle buffer, input shards and bucket window that
+  fix which records each step reads): written once all checks of a run have
+  passed; a later run into the same directory must bring identical ones, or
+  it is refused before anything is written. A run directory made before
+  `data_order.json` existed gets it on its next start.
 * locks: a training run holds `.train.lock`, an evaluating run
   `.eval.lock` (advisory `flock` locks, released when the process ends, even
   killed). A second run that needs a lock in use ends with one line. On
@@ -52,6 +55,7 @@ TRAIN_LOG_PART = re.compile(r"train_log-(\d+)\.jsonl")
 MAX_BUFFERED_STEPS = 10000
 EVAL_JSON = "eval_results.json"
 EVAL_TXT = "eval_results.txt"
+DATA_ORDER_FILE = "data_order.json"  # written by the training loop (TrainerConfig.data_order)
 TENSORBOARD = "tensorboard"
 FINDINGS = "findings"  # diagnostics' findings in eval_results.json (never in the .txt)
 # An evaluation of a model that answers without using its input (albert.training.degenerate):

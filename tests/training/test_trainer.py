@@ -164,6 +164,30 @@ def test_a_refused_rerun_writes_nothing(tmp_path, synthetic_records):
     assert _snapshot(output_dir) == before
 
 
+def test_a_resumed_run_must_read_on_in_the_same_order(tmp_path, synthetic_records):
+    from albert.errors import InputError
+
+    files, _ = synthetic_records
+    output_dir = str(tmp_path / "run")
+    _trainer(files, output_dir, steps=10).train()
+    order_file = os.path.join(output_dir, "data_order.json")
+    assert json.load(open(order_file)) == {"train_batch_size": 8, "random_seed": 12345,
+                                           "shuffle_buffer_size": 100, "input_shards": 1,
+                                           "bucket_window": 0}
+    before = _snapshot(output_dir)
+    # A resume that forgot --random_seed=7 (or brought another) would mix two orders.
+    with pytest.raises(InputError, match=r"another data_order.json \(random_seed: 12345 there, "
+                                         r"7 here\)"):
+        _trainer(files, output_dir, steps=20, random_seed=7).train()
+    assert _snapshot(output_dir) == before
+    # Evaluating reads no training data: its settings are not checked.
+    _trainer(files, output_dir, steps=20, eval_files=files, random_seed=7).evaluate_checkpoints()
+    # A directory from before the order was recorded gets it on its next start.
+    os.remove(order_file)
+    _trainer(files, output_dir, steps=20, random_seed=7).train()
+    assert json.load(open(order_file))["random_seed"] == 7
+
+
 def test_a_second_run_on_the_same_directory_is_refused(tmp_path, synthetic_records):
     files, _ = synthetic_records
     output_dir = str(tmp_path / "run")
