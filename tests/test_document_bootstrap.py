@@ -272,12 +272,15 @@ def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
     assert margins["documents"] == evaluated["documents"]
     # The same untrained weights everywhere: no growth from step 6000 to 12000, exactly.
     assert result["criteria"]["f"]["growth"] == 0
-    assert "| (f) |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| (f) |" in printed and "| SOP model, NSP set | " in printed
     caches = sorted(p.name for p in (tmp_path / "runs").glob("*/documents-*.json"))
     assert caches == ["documents-12000.json"] * 3 + ["documents-6000.json"]
     # Judged again from the cached counts, with the same numbers; nothing is overwritten.
-    assert main([*arguments, f"--output={tmp_path / 'again.json'}"]) == 0
+    assert main([*arguments, f"--output={tmp_path / 'again.json'}",
+                 f"--plot={tmp_path / 'margins.png'}"]) == 0
     assert json.loads((tmp_path / "again.json").read_text()) == result
+    assert (tmp_path / "margins.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main([*arguments, f"--output={tmp_path / 'again.json'}"]) == 1
     assert "is not overwritten" in capsys.readouterr().err
     assert main([*arguments, "--seeds=2", f"--output={tmp_path / 'two.json'}"]) == 1

@@ -3,6 +3,7 @@ docs/paper.md)."""
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, ma
                                                   masked_lm_summary, masked_token_counts)
 from albert.paper.criteria import Evaluations, judge
 from albert.paper.criteria import format_markdown as format_criteria
+from albert.paper.criteria import plot as plot_criteria
 from albert.paper.params import format_markdown, parameter_rows
 from albert.paper.report import build_report, write_report
 from albert.paper.reproduce import Reproduction, evaluate_checkpoint, record_predictions
@@ -187,11 +189,18 @@ def _criteria(args) -> int:
                          "name or remove it)")
     if args.seeds < 1 or not 0 < args.early_step < args.final_step:
         raise InputError("--seeds must be at least 1 and 0 < --early_step < --final_step")
+    if args.plot and os.path.exists(args.plot):
+        raise InputError(f"--plot={args.plot} exists; it is not overwritten")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
     evaluations = Evaluations(os.path.abspath(args.output_dir), args.seeds, args.eval_batch_size)
     result = judge(evaluations, args.final_step, args.early_step, args.resamples)
     io.write_json_atomically(args.output, result)
     sys.stdout.write(format_criteria(result))
     print(f"Wrote {args.output}")
+    if args.plot:
+        plot_criteria(result, args.plot)
+        print(f"Wrote {args.plot}")
     return 0
 
 
@@ -264,6 +273,9 @@ def main(argv=None) -> int:
     criteria.add_argument("--output", required=True, help="JSON file to write (must not exist)")
     criteria.add_argument("--eval_batch_size", type=int, default=256)
     criteria.add_argument("--resamples", type=int, default=RESAMPLES)
+    criteria.add_argument("--plot", default=None,
+                          help="also a PNG of every margin with its interval (must not exist; "
+                               "needs the demo extra's matplotlib)")
     args = parser.parse_args(argv)
     try:
         return {"params": _params, "reproduce": _reproduce, "evaluate": _evaluate,

@@ -200,7 +200,50 @@ def format_markdown(result: dict) -> str:
                             if name not in ("criterion", "passes"))
         lines.append(f"| ({key}) | {entry['criterion']} | {'yes' if entry['passes'] else 'no'} "
                      f"| {numbers} |")
+    lines += ["", f"Margins at step {result['final_step']} (accuracy − majority share, points; "
+              "seeds pooled):", "",
+              "| model, held-out set | margin | 95 % interval | each seed | documents | pairs |",
+              "|---|---|---|---|---|---|"]
+    for name, entry in result["margins"].items():
+        low, high = entry["margin_ci95"]
+        seeds = ", ".join(f"{100 * margin:+.2f}" for margin in entry["seed_margins"])
+        lines.append(f"| {name} | {100 * entry['margin']:+.2f} | [{100 * low:+.2f}, "
+                     f"{100 * high:+.2f}] | {seeds} | {entry['documents']:,} | "
+                     f"{entry['pairs']:,} |")
     return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: str) -> None:
+    """Each (model, held-out set): the pooled margin with its 95 % interval, every seed's margin
+    as a dot, chance (0) and criterion (e)'s +1 point as lines."""
+    # Inside: matplotlib is an optional dependency (the "demo" extra).
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # after choosing the file-only backend above
+
+    names = list(result["margins"])
+    figure, axes = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    for row, name in enumerate(names):
+        entry = result["margins"][name]
+        low, high = (100 * bound for bound in entry["margin_ci95"])
+        margin = 100 * entry["margin"]
+        axes.errorbar(margin, row, xerr=[[margin - low], [high - margin]], fmt="o",
+                      color="black", capsize=3, label="seeds pooled" if row == 0 else None)
+        axes.scatter([100 * value for value in entry["seed_margins"]],
+                     [row] * len(entry["seed_margins"]), marker="x", color="tab:red", zorder=3,
+                     label="each seed" if row == 0 else None)
+    axes.axvline(0, color="grey", linestyle=":", linewidth=1)
+    axes.axvline(100 * LEARNED_MARGIN, color="grey", linestyle="--", linewidth=0.8)
+    axes.set_yticks(range(len(names)), names, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("margin over the majority share (points), 95 % document-bootstrap interval")
+    axes.set_title(f"Table 5, step {result['final_step']:,}, {result['seeds']} seeds per cell",
+                   fontsize=9)
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def _format(value) -> str:
