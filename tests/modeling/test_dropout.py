@@ -1,0 +1,70 @@
+"""Seeded dropout: its masks follow the definition bit for bit, and compile small.
+
+The definition (albert.modeling.dropout): element i of example b is kept when
+the top 24 bits of lowbias32(lowbias32(seed_b) + i * 0x9E3779B9), in wrapping
+32-bit arithmetic, reach rate * 2^24. The reference below computes it in
+NumPy uint32, independently of the layer's code.
+"""
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert.modeling.dropout import dropout_keep_mask
+
+
+def _lowbias32(x):
+    x = x.astype(np.uint32)
+    x ^= x >> np.uint32(16)
+    x *= np.uint32(0x7FEB352D)
+    x ^= x >> np.uint32(15)
+    x *= np.uint32(0x846CA68B)
+    x ^= x >> np.uint32(16)
+    return x
+
+
+def _reference_mask(shape, seeds, rate):
+    per_example = int(np.prod(shape[1:]))
+    with np.errstate(over="ignore"):
+        element = np.arange(per_example, dtype=np.uint32) * np.uint32(0x9E3779B9)
+        key = _lowbias32(np.asarray(seeds, np.int32).view(np.uint32))
+        bits = _lowbias32(key[:, None] + element[None, :])
+    threshold = round(rate * (1 << 24))
+    return (bits >> np.uint32(8) >= threshold).reshape(shape)
+
+
+# (2, 32, 32) and (2, 4, 32, 32): axes of equal length, where a bias-add taken for a
+# broadcasting add would mix them up.
+@pytest.mark.parametrize("shape", [(3, 7), (2, 5, 6), (2, 3, 4, 5), (2, 32, 32), (2, 4, 32, 32)])
+@pytest.mark.parametrize("graph", [False, True])
+def test_masks_follow_the_definition_bit_for_bit(shape, graph):
+    seeds = np.array([0, -1, 2**31 - 1][:shape[0]], np.int32)
+    def mask(s):
+        return dropout_keep_mask(shape, s, 0.3)
+
+    ours = (tf.function(mask) if graph else mask)(tf.constant(seeds)).numpy()
+    np.testing.assert_array_equal(ours, _reference_mask(shape, seeds, 0.3))
+
+
+def test_masks_drop_about_the_rate():
+    seeds = tf.range(4, dtype=tf.int32)
+    kept = dropout_keep_mask((4, 64, 96), seeds, 0.1).numpy().mean()
+    assert 0.88 < kept < 0.92
+
+
+def test_the_compiled_mask_holds_no_per_element_constant():
+    """No table of element indices is folded into the program: the module of a
+    [B, 64, 96] mask holds constants of at most one dimension's length (a
+    folded index table would be 6,144 elements per dropout site, per layer)."""
+    shape = (2, 64, 96)
+    function = tf.function(lambda seeds: dropout_keep_mask(shape, seeds, 0.1), jit_compile=True)
+    seeds = tf.constant([5, 6], tf.int32)
+    hlo = function.experimental_get_compiler_ir(seeds)(stage="hlo")
+    constants = re.findall(r"= [a-z0-9]+\[([0-9,]*)\]\{?[0-9,]*\}? constant\(", hlo)
+    largest = max((int(np.prod([int(d) for d in dims.split(",")])) if dims else 1)
+                  for dims in constants)
+    assert largest <= max(shape[1:]), largest
+    np.testing.assert_array_equal(function(seeds).numpy(),
+                                  _reference_mask(shape, [5, 6], 0.1))
