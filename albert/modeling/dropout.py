@@ -136,6 +136,40 @@ def dropout_keep_mask(shape, seeds, rate: float):
     return ops.greater_equal(_shift_right(bits, 32 - _KEEP_BITS), _constant(threshold, dtype))
 
 
+def _dropout(inputs, keep, rate: float):
+    scale = ops.cast(1.0 / (1.0 - rate), inputs.dtype)
+    return ops.where(keep, inputs * scale, ops.zeros_like(inputs))
+
+
+def _dropout_recomputing_the_mask(inputs, seeds, rate: float):
+    """`_dropout` whose backward pass computes the keep mask again instead of keeping it.
+
+    The mask is a hash of the seeds, a few integer operations per element; kept
+    from the forward to the backward pass it is one byte per element, and on
+    the attention probabilities ([batch, heads, seq, seq] per layer
+    application) that is gigabytes per step (ALBERT-base, 64 x 512: 2.4 x 10^9
+    elements). The optimisation barrier ties the recomputation to the
+    incoming gradient, so XLA can neither move it into the forward pass nor
+    merge it with the forward mask (either would keep a mask alive again).
+    The gradient is autodiff's for `_dropout`: where(keep, upstream * scale, 0).
+    """
+    # TensorFlow backend only: this module also serves the JAX and PyTorch backends.
+    import tensorflow as tf
+    from tensorflow.compiler.tf2xla.python import xla
+
+    shape = ops.shape(inputs)
+
+    @tf.custom_gradient
+    def dropout(values):
+        def gradient(upstream):
+            upstream, later_seeds = xla.optimization_barrier(upstream, seeds)
+            return _dropout(upstream, dropout_keep_mask(shape, later_seeds, rate), rate)
+
+        return _dropout(values, dropout_keep_mask(shape, seeds, rate), rate), gradient
+
+    return dropout(inputs)
+
+
 @keras.saving.register_keras_serializable(package="albert")
 class SeededDropout(keras.layers.Layer):
     """Inverted dropout driven by per-example seeds (see the module docstring).
@@ -161,9 +195,9 @@ class SeededDropout(keras.layers.Layer):
             return inputs
         if seeds is None:
             raise ValueError("SeededDropout needs per-example seeds in training")
-        keep = dropout_keep_mask(ops.shape(inputs), seeds, self.rate)
-        scale = 1.0 / (1.0 - self.rate)
-        return ops.where(keep, inputs * ops.cast(scale, inputs.dtype), ops.zeros_like(inputs))
+        if keras.backend.backend() == "tensorflow":
+            return _dropout_recomputing_the_mask(inputs, seeds, self.rate)
+        return _dropout(inputs, dropout_keep_mask(ops.shape(inputs), seeds, self.rate), self.rate)
 
     def compute_output_shape(self, input_shape):
         return input_shape

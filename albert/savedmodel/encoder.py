@@ -126,5 +126,7 @@ class EncoderExport(_Trackable):
 
 def save(root, export_dir: str, signatures=None) -> None:
     """Saves a SavedModel root object to `export_dir`."""
-    options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+    # Custom gradients are saved: a trainable encoder's dropout recomputes its masks in
+    # the backward pass (albert.modeling.dropout), a gradient autodiff cannot derive.
+    options = tf.saved_model.SaveOptions(experimental_custom_gradients=True)
     tf.saved_model.save(root, export_dir, signatures=signatures, options=options)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.modeling.dropout import dropout_keep_mask
+from albert.modeling.dropout import _dropout, _dropout_recomputing_the_mask, dropout_keep_mask
 
 
 def _lowbias32(x):
@@ -68,3 +68,29 @@ def test_the_compiled_mask_holds_no_per_element_constant():
     assert largest <= max(shape[1:]), largest
     np.testing.assert_array_equal(function(seeds).numpy(),
                                   _reference_mask(shape, [5, 6], 0.1))
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_the_recomputed_mask_gives_autodiffs_gradient(mode):
+    """The TensorFlow path recomputes the mask in the backward pass; its output and
+    gradient are those of differentiating the plain masked product."""
+    x = tf.random.stateless_normal([3, 4, 16, 16], [1, 2])
+    weights = tf.random.stateless_normal([3, 4, 16, 16], [3, 4])
+    seeds = tf.constant([7, 8, 9], tf.int32)
+
+    def value_and_gradient(recompute):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            if recompute:
+                y = _dropout_recomputing_the_mask(x, seeds, 0.25)
+            else:
+                y = _dropout(x, dropout_keep_mask(x.shape, seeds, 0.25), 0.25)
+            loss = tf.reduce_sum(weights * y)
+        return y, tape.gradient(loss, x)
+
+    run = {"eager": value_and_gradient, "graph": tf.function(value_and_gradient),
+           "xla": tf.function(value_and_gradient, jit_compile=True)}[mode]
+    ours, reference = run(True), run(False)
+    np.testing.assert_array_equal(ours[0].numpy(), reference[0].numpy())
+    np.testing.assert_allclose(ours[1].numpy(), reference[1].numpy(), rtol=1e-6, atol=0)
+    assert (ours[1].numpy() == 0).mean() > 0.15  # the dropped elements get no gradient
