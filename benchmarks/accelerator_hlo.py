@@ -51,8 +51,17 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEATURES = "features.npz"
 INIT_STDDEV = 0.02
-# Dense bf16 / fp16 tensor-core peak, TFLOP/s, from the vendors' datasheets (SXM parts).
-PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L4": 121.0}
+
+
+def bf16_peak_tflops(device_name):
+    """The device's dense bf16 peak from accelerator_step.py's datasheet table, or None."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    from accelerator_step import (
+        PEAK_TFLOPS,  # numpy-only at import: no TensorFlow needed here
+    )
+
+    return next((figures.get("bfloat16") for key, figures in PEAK_TFLOPS.items()
+                 if key in device_name), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -296,7 +305,7 @@ def run_ours(stem, args, jax):
     scalars = {spec["name"]: np.asarray(value).item()
                for spec, value in zip(manifest["inputs"], state)
                if spec["kind"] == "variable" and not spec["shape"]}
-    peak = next((v for k, v in PEAK_TFLOPS.items() if k in kind), None)
+    peak = bf16_peak_tflops(kind)
     achieved = manifest["training_flops"] / seconds
     cost = executable.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
@@ -380,7 +389,7 @@ def run_peer(stem, args, compiled):
         losses += [float(loss) for loss in kept]
     seconds = statistics.median(timings)
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
-    peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), None)
+    peak = bf16_peak_tflops(name)
     achieved = manifest["training_flops"] / seconds
     return {
         "implementation": "Hugging Face AlbertForPreTraining, PyTorch "
