@@ -311,8 +311,8 @@ def run_ours(stem, args, jax):
     cost = cost[0] if isinstance(cost, list) else cost
     return {
         "implementation": "ours: the TensorFlow step's HLO, compiled by JAX's XLA",
-        "model": manifest["model"], "precision": manifest["precision"], "device": kind,
-        "batch_size": manifest["batch_size"], "seq_length": manifest["seq_length"],
+        "model": manifest["model"], "export": stem, "precision": manifest["precision"],
+        "device": kind, "batch_size": manifest["batch_size"], "seq_length": manifest["seq_length"],
         "optimizer": "LAMB (ours, in the module)", "hlo_instructions": manifest["hlo_instructions"],
         "compile_seconds": compile_seconds, "milliseconds_per_step": seconds * 1e3,
         "step_timings_ms": [t * 1e3 for t in timings],

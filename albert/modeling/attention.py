@@ -104,10 +104,8 @@ class AlbertAttention(keras.layers.Layer):
         scores = scores * (1.0 / math.sqrt(self.head_size))
         scores = scores + ops.cast(attention_bias, scores.dtype)
         probabilities = ops.softmax(scores, axis=-1)
-        probabilities = self.attention_dropout(probabilities, seeds=probability_seeds,
-                                               training=training)
-
-        context = ops.matmul(probabilities, value)                  # [B, N, Q, D]
+        context = self.attention_dropout.then_matmul(               # [B, N, Q, D]
+            probabilities, value, seeds=probability_seeds, training=training)
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, query_length, self.hidden_size))
         attention_output = self.output_dropout(self.output_dense(context), seeds=output_seeds,

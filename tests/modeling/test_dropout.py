@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.modeling.dropout import _dropout, _dropout_recomputing_the_mask, dropout_keep_mask
+from albert.modeling.dropout import (SeededDropout, _dropout, _dropout_recomputing_the_mask,
+                                     dropout_keep_mask)
 
 
 def _lowbias32(x):
@@ -94,3 +95,36 @@ def test_the_recomputed_mask_gives_autodiffs_gradient(mode):
     np.testing.assert_array_equal(ours[0].numpy(), reference[0].numpy())
     np.testing.assert_allclose(ours[1].numpy(), reference[1].numpy(), rtol=1e-6, atol=0)
     assert (ours[1].numpy() == 0).mean() > 0.15  # the dropped elements get no gradient
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_dropout_then_matmul_gives_autodiffs_gradients(mode):
+    """Attention's dropped probabilities times the values: the TensorFlow training path
+    recomputes the dropped left operand in the backward pass; the product and both
+    gradients are those of differentiating dropout followed by a plain product."""
+    probabilities = tf.nn.softmax(tf.random.stateless_normal([3, 4, 16, 16], [1, 2]))
+    values = tf.random.stateless_normal([3, 4, 16, 8], [3, 4])
+    weights = tf.random.stateless_normal([3, 4, 16, 8], [5, 6])
+    seeds = tf.constant([7, 8, 9], tf.int32)
+    dropout = SeededDropout(0.25)
+
+    def value_and_gradients(recompute):
+        with tf.GradientTape() as tape:
+            tape.watch([probabilities, values])
+            if recompute:
+                product = dropout.then_matmul(probabilities, values, seeds=seeds, training=True)
+            else:
+                product = tf.matmul(dropout(probabilities, seeds=seeds, training=True), values)
+            loss = tf.reduce_sum(weights * product)
+        return (product, *tape.gradient(loss, [probabilities, values]))
+
+    run = {"eager": value_and_gradients, "graph": tf.function(value_and_gradients),
+           "xla": tf.function(value_and_gradients, jit_compile=True)}[mode]
+    ours, reference = run(True), run(False)
+    for name, got, expected in zip(["product", "d probabilities", "d values"], ours, reference):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    assert (ours[1].numpy() == 0).mean() > 0.15  # the dropped elements get no gradient
+    # Outside training, or at rate 0, it is the plain product.
+    np.testing.assert_array_equal(dropout.then_matmul(probabilities, values).numpy(),
+                                  tf.matmul(probabilities, values).numpy())
