@@ -6,6 +6,9 @@
     # on the accelerator machine, with JAX (and PyTorch + transformers for the peer)
     python benchmarks/accelerator_hlo.py run --input_dir=build/accelerator_hlo \
         --output=benchmarks/results/accelerator_hlo/h200.json
+    # where the GPU time goes: profile a few steps, then sort the kernels into categories
+    python benchmarks/accelerator_hlo.py run ... --profile_steps=3 --output=kernels.json
+    python benchmarks/accelerator_hlo.py kernels kernels.json
 
 Why: a GPU machine may have no TensorFlow (and no way to install one), but
 the whole training step (forward, backward, global-norm clip, LAMB, and under
@@ -300,6 +303,10 @@ def run_ours(stem, args, jax):
             array.block_until_ready()
         timings.append((time.perf_counter() - started) / args.timed_steps)
     seconds = statistics.median(timings)
+    kernels = None
+    if args.profile_steps:
+        # (the steps donate their inputs: carry on with the state they return)
+        kernels, state = profile_ours(stem, args, jax, executable, lambda s: step(s)[0], state)
     curve = [float(np.asarray(out[names.index("loss")])) for out in losses]
     # The step counter, and under mixed_float16 the loss scale and its counter, after the run.
     scalars = {spec["name"]: np.asarray(value).item()
@@ -324,7 +331,80 @@ def run_ours(stem, args, jax):
         "first_steps": first, "reference_first_steps_tensorflow_cpu": manifest["reference_losses"],
         "largest_relative_loss_difference_vs_tensorflow": agreement,
         "loss_per_step": curve, "all_losses_finite": bool(np.all(np.isfinite(curve))),
-        "scalar_variables_after_run": scalars}
+        "scalar_variables_after_run": scalars, "kernel_profile": kernels}
+
+
+def profile_ours(stem, args, jax, executable, step, state):
+    """GPU time per HLO instruction over `--profile_steps` steps (JAX's profiler), and the
+    optimized module's text beside the output, so that `kernels` can say what each is.
+    Returns the summary and the state after the profiled steps."""
+    import glob
+    import tempfile
+
+    trace_dir = tempfile.mkdtemp()
+    jax.profiler.start_trace(trace_dir)
+    for _ in range(args.profile_steps):
+        state = step(state)
+    for array in state:
+        array.block_until_ready()
+    jax.profiler.stop_trace()
+    path, = glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True)
+    per_op, per_line = {}, {}
+    for plane in jax.profiler.ProfileData.from_file(path).planes:
+        if not plane.name.startswith(("/device:", "/host:CPU")):
+            continue
+        for line in plane.lines:
+            total = 0
+            for event in line.events:
+                stats = dict(event.stats)
+                total += event.duration_ns
+                # Kernels (GPU streams; CPU thunks) carry the HLO instruction that launched
+                # them; the derived "XLA Ops" / "XLA Modules" lines would count them again.
+                if "hlo_op" in stats and not line.name.startswith("XLA "):
+                    entry = per_op.setdefault(str(stats["hlo_op"]), [0, 0])
+                    entry[0] += event.duration_ns
+                    entry[1] += 1
+            per_line[f"{plane.name} {line.name}"] = total / args.profile_steps / 1e6
+    hlo_text = os.path.splitext(args.output or "kernels")[0] + f".{stem}.optimized_hlo.txt.gz"
+    write_kernel_instructions(executable.hlo_modules()[0].to_string(), per_op, hlo_text)
+    return {"steps": args.profile_steps, "optimized_hlo": os.path.basename(hlo_text),
+            "milliseconds_per_line_per_step": per_line,
+            "per_hlo_op": {op: {"milliseconds_per_step": ns / args.profile_steps / 1e6,
+                                "kernels_per_step": count / args.profile_steps}
+                           for op, (ns, count) in sorted(per_op.items(),
+                                                         key=lambda item: -item[1][0])}}, state
+
+
+def write_kernel_instructions(hlo_text, kernel_ops, path):
+    """The optimized module's lines of the instructions that launched kernels (a few
+    kB gzipped instead of the module's megabytes): what `kernels` needs to name them."""
+    import gzip
+
+    lines = hlo_instructions(hlo_text)
+    with (gzip.open if path.endswith(".gz") else open)(path, "wt", encoding="utf-8") as handle:
+        handle.writelines(lines[op] + "\n" for op in kernel_ops if op in lines)
+
+
+def profile_peer(torch, step, steps):
+    """CUDA time per kernel name over `steps` steps (PyTorch's profiler)."""
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    per_kernel = {}
+    for event in profiler.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            entry = per_kernel.setdefault(event.name, [0.0, 0])
+            entry[0] += event.time_range.elapsed_us()
+            entry[1] += 1
+    # PyTorch's own table too, should its event API have changed.
+    table = profiler.key_averages().table(sort_by="self_device_time_total", row_limit=40)
+    return {"steps": steps, "table": table,
+            "per_kernel": {name: {"milliseconds_per_step": us / steps / 1e3,
+                                  "kernels_per_step": count / steps}
+                           for name, (us, count) in sorted(per_kernel.items(),
+                                                           key=lambda item: -item[1][0])}}
 
 
 def run_peer(stem, args, compiled):
@@ -388,6 +468,8 @@ def run_peer(stem, args, compiled):
         timings.append((time.perf_counter() - started) / args.timed_steps)
         losses += [float(loss) for loss in kept]
     seconds = statistics.median(timings)
+    kernels = (profile_peer(torch, step, args.profile_steps)
+               if args.profile_steps and device.type == "cuda" else None)
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     peak = bf16_peak_tflops(name)
     achieved = manifest["training_flops"] / seconds
@@ -405,7 +487,108 @@ def run_peer(stem, args, compiled):
         "mfu_same_count_as_ours": achieved / (peak * 1e12) if peak else None,
         "peak_memory_gib": (torch.cuda.max_memory_allocated() / 2 ** 30
                             if device.type == "cuda" else None),
-        "loss_per_step": losses, "all_losses_finite": bool(np.all(np.isfinite(losses)))}
+        "loss_per_step": losses, "all_losses_finite": bool(np.all(np.isfinite(losses))),
+        "kernel_profile": kernels}
+
+
+# ----------------------------------------------------------------------------------------------
+# kernels: what the profiled GPU time went to (any machine; reads `run --profile_steps` output).
+# ----------------------------------------------------------------------------------------------
+
+OUR_CATEGORIES = ("attention: products (QK^T, PV and their gradients)",
+                  "attention: elementwise on the S x S matrix (mask, softmax, dropout)",
+                  "dense products", "optimizer (clip + LAMB)", "other")
+PEER_CATEGORIES = ("fused attention (SDPA: products and softmax)", "dense products",
+                   "optimizer (AdamW)", "other")
+
+
+def hlo_instructions(hlo_text):
+    """{instruction name: its line} of an HLO module's text."""
+    found = {}
+    for line in hlo_text.splitlines():
+        match = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = ", line)
+        if match:
+            found[match.group(1)] = line
+    return found
+
+
+def our_kernel_category(line, batch_size, seq_length):
+    """A category of OUR_CATEGORIES for the HLO instruction `line` that launched a kernel.
+
+    By the TensorFlow op name XLA kept in the metadata (of a fusion's root) and the
+    result's shape (a tuple's first): the attention's own products are the MatMuls
+    directly under an `attention*` layer (its dense projections sit under
+    query/key/value/output), or products batched over examples (x heads) with a
+    sequence axis (the dropout's custom gradient names its ops outside any layer);
+    the attention matrix is the one with two trailing axes of the sequence length."""
+    op_name = (re.search(r'op_name="([^"]*)"', line) or [None, ""])[1].lower()
+    shape = re.search(r" = \(?\w+\[([\d,]*)\]", line)
+    dims = [int(d) for d in shape.group(1).split(",") if d] if shape else []
+    if any(key in op_name for key in ("lamb", "global_norm", "clip")):
+        return OUR_CATEGORIES[3]
+    product = ("custom_call_target=\"__cublas" in line or "gemm" in line.lower()
+               or re.search(r"= [^ ]+ dot\(", line) is not None)
+    if product:
+        batched = (len(dims) >= 3 and dims[0] >= batch_size and dims[0] % batch_size == 0
+                   and seq_length in dims[1:])
+        attention = batched or re.search(r"/attention[\w]*/matmul", op_name) is not None
+        return OUR_CATEGORIES[0] if attention else OUR_CATEGORIES[2]
+    if len(dims) >= 2 and dims[-1] == dims[-2] == seq_length:
+        return OUR_CATEGORIES[1]
+    return OUR_CATEGORIES[4]
+
+
+def peer_kernel_category(name):
+    lowered = name.lower()
+    if any(key in lowered for key in ("flash", "fmha", "attention", "efficient")):
+        return PEER_CATEGORIES[0]
+    if any(key in lowered for key in ("adam", "multi_tensor", "foreach")):
+        return PEER_CATEGORIES[2]
+    if any(key in lowered for key in ("gemm", "cutlass", "xmma", "nvjet", "cublas", "gemv")):
+        return PEER_CATEGORIES[1]
+    return PEER_CATEGORIES[3]
+
+
+def kernel_summary(result, directory):
+    """{category: milliseconds per step} of one profiled result."""
+    profile = result["kernel_profile"]
+    if "per_hlo_op" in profile:
+        import gzip
+
+        path = os.path.join(directory, profile["optimized_hlo"])
+        if not os.path.exists(path):   # (written plain, committed gzipped)
+            path += ".gz"
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as handle:
+            lines = hlo_instructions(handle.read())
+        timings = [(our_kernel_category(lines[op], result["batch_size"], result["seq_length"])
+                    if op in lines
+                    else OUR_CATEGORIES[4], timing) for op, timing in profile["per_hlo_op"].items()]
+        categories = OUR_CATEGORIES
+    else:
+        timings = [(peer_kernel_category(name), timing)
+                   for name, timing in profile["per_kernel"].items()]
+        categories = PEER_CATEGORIES
+    totals = dict.fromkeys(categories, 0.0)
+    for category, timing in timings:
+        totals[category] += timing["milliseconds_per_step"]
+    return totals
+
+
+def kernels(args):
+    for path in args.inputs:
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+        for result in report["results"]:
+            if not result.get("kernel_profile"):
+                continue
+            summary = kernel_summary(result, os.path.dirname(path))
+            total = sum(summary.values())
+            print(f"\n{result['implementation']}: {result.get('export', result['model'])}, "
+                  f"{result['milliseconds_per_step']:.1f} ms per step timed, "
+                  f"{total:.1f} ms of kernels per profiled step")
+            print("| category | ms per step | share |\n|---|---|---|")
+            for category, milliseconds in summary.items():
+                print(f"| {category} | {milliseconds:.1f} | {milliseconds / total:.0%} |")
 
 
 def run(args):
@@ -423,7 +606,7 @@ def run(args):
     def record(result):
         report["results"].append(result)
         print(json.dumps({k: v for k, v in result.items()
-                          if k not in ("loss_per_step", "first_steps",
+                          if k not in ("loss_per_step", "first_steps", "kernel_profile",
                                        "reference_first_steps_tensorflow_cpu")}), flush=True)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as handle:
@@ -484,9 +667,17 @@ def main():
                              "the GPU's memory once it has run)")
     runner.add_argument("--peer_models", default="",
                         help="exported names (e.g. base-b64) to time the peers on")
+    runner.add_argument("--profile_steps", type=int, default=0,
+                        help="after timing, profile this many steps: GPU time per HLO "
+                             "instruction (ours; the optimized module is written beside "
+                             "--output) or per kernel (the peers); `kernels` summarises")
     runner.add_argument("--output", default=None)
+    summary = commands.add_parser("kernels", help="what the profiled kernel time went to")
+    summary.add_argument("inputs", nargs="+", help="`run --profile_steps` output files")
     args = parser.parse_args()
-    if args.command == "export":
+    if args.command == "kernels":
+        kernels(args)
+    elif args.command == "export":
         os.makedirs(args.output_dir, exist_ok=True)
         for name in args.models.split(","):
             stem = export_stem(name, args.batch_size, args.dropout)
