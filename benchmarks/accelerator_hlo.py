@@ -520,7 +520,8 @@ def our_kernel_category(line, batch_size, seq_length):
     directly under an `attention*` layer (its dense projections sit under
     query/key/value/output), or products batched over examples (x heads) with a
     sequence axis (the dropout's custom gradient names its ops outside any layer);
-    the attention matrix is the one with two trailing axes of the sequence length."""
+    the attention matrix is the one with two trailing axes of the sequence length (or
+    an op of the attention layer's own softmax, scaling or dropout)."""
     op_name = (re.search(r'op_name="([^"]*)"', line) or [None, ""])[1].lower()
     shape = re.search(r" = \(?\w+\[([\d,]*)\]", line)
     dims = [int(d) for d in shape.group(1).split(",") if d] if shape else []
@@ -533,7 +534,9 @@ def our_kernel_category(line, batch_size, seq_length):
                    and seq_length in dims[1:])
         attention = batched or re.search(r"/attention[\w]*/matmul", op_name) is not None
         return OUR_CATEGORIES[0] if attention else OUR_CATEGORIES[2]
-    if len(dims) >= 2 and dims[-1] == dims[-2] == seq_length:
+    # (the softmax's gradient reduces the matrix to one value per row: its shape says no)
+    softmax_part = re.search(r"/attention[\w]*/(softmax|sum|mul|sub|selectv2)(_\d+)?$", op_name)
+    if (len(dims) >= 2 and dims[-1] == dims[-2] == seq_length) or softmax_part:
         return OUR_CATEGORIES[1]
     return OUR_CATEGORIES[4]
 
