@@ -3,10 +3,14 @@
     python -m albert.paper params                       # parameter columns (Tables 1, 3, 4, 11, 12)
     python -m albert.paper reproduce --table=5 --scale=tiny --corpus=... --heldout=... \
         --output_dir=...                                # the ablation experiments
+    python -m albert.paper evaluate|criteria|by-source ...   # held-out margins with
+                                                        # document-level intervals
 
 Modules: `params` (parameter counts), `tables` (the cells and printed
 numbers), `scales` (how big the runs are), `reproduce` (runs the cells
-through the project's scripts), `report` (table<N>.md / .json / .png).
+through the project's scripts), `report` (table<N>.md / .json / .png),
+`criteria` (the pre-registered Table 5 criteria), `by_source` (margins per
+held-out source, post hoc).
 """
 
 from albert.paper.params import (SHAPES, VOCAB_SIZE, Row, albert_config, bert_config,

@@ -1,4 +1,4 @@
-"""`python -m albert.paper params|reproduce|evaluate|criteria` (see albert/paper/__init__.py and
+"""`python -m albert.paper params|reproduce|evaluate|criteria|by-source` (see albert/paper/__init__.py and
 docs/paper.md)."""
 
 import argparse
@@ -18,6 +18,8 @@ from albert.errors import AlbertError, InputError
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, margin_summary,
                                                   masked_lm_summary, masked_token_counts)
+from albert.paper.by_source import format_markdown as format_by_source
+from albert.paper.by_source import margins_by_source
 from albert.paper.criteria import Evaluations, judge
 from albert.paper.criteria import format_markdown as format_criteria
 from albert.paper.criteria import plot as plot_criteria
@@ -204,6 +206,24 @@ def _criteria(args) -> int:
     return 0
 
 
+def _by_source(args) -> int:
+    """Each sentence set's margin per held-out source, post hoc (albert/paper/by_source.py)."""
+    if os.path.exists(args.output):
+        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
+                         "name or remove it)")
+    paths = [path for path in args.results.split(",") if path]
+    for path in [args.corpus_manifest, *paths]:
+        if not os.path.isfile(path):
+            raise InputError(f"{path} does not exist")
+    breakdown = margins_by_source([io.read_json(path) for path in paths],
+                                  io.read_json(args.corpus_manifest), args.resamples)
+    io.write_json_atomically(args.output, {"results": paths, "post_hoc": True,
+                                           "margins_by_source": breakdown})
+    sys.stdout.write(format_by_source(breakdown))
+    print(f"Wrote {args.output}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m albert.paper",
                                      description="Reproduce the paper's tables.")
@@ -276,10 +296,19 @@ def main(argv=None) -> int:
     criteria.add_argument("--plot", default=None,
                           help="also a PNG of every margin with its interval (must not exist; "
                                "needs the demo extra's matplotlib)")
+    by_source = commands.add_parser(
+        "by-source", help="each held-out sentence set's margin split by the source of its "
+                          "documents (post hoc: news and technical prose in the larger corpus)")
+    by_source.add_argument("--results", required=True,
+                           help="comma-separated result.json files of one cell's seeds (pooled)")
+    by_source.add_argument("--corpus_manifest", required=True,
+                           help="the larger corpus's manifest.json (its heldout_sources)")
+    by_source.add_argument("--output", required=True, help="JSON file to write (must not exist)")
+    by_source.add_argument("--resamples", type=int, default=RESAMPLES)
     args = parser.parse_args(argv)
     try:
         return {"params": _params, "reproduce": _reproduce, "evaluate": _evaluate,
-                "criteria": _criteria}[args.command](args)
+                "criteria": _criteria, "by-source": _by_source}[args.command](args)
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
