@@ -6,6 +6,7 @@ line and a non-zero exit before anything is written, and a run into a
 directory never changes what an earlier run wrote there.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -210,16 +211,16 @@ def test_help_of_the_converters_lists_the_config_flag(command):
 
 
 # ---------------------------------------------------------------------- point 6
-def _interrupt_when(args, ready, timeout=300, new_session=False):
-    """Runs `python args` until `ready()`, then sends SIGINT (to its process group with
-    `new_session`, as a terminal's Ctrl-C does); returns (exit status, stderr)."""
+def _interrupt_when(args, ready, timeout=300, to_group=False, signum=signal.SIGINT):
+    """Runs `python args` until `ready()`, then sends `signum` to it (to its process group with
+    `to_group`, as a terminal's Ctrl-C does); returns (exit status, stderr)."""
     from conftest import REPO
 
     # A suite started in the background by a shell without job control (`nohup ... &`) has
     # SIGINT ignored, and children inherit that: give the run the terminal's default, as a
     # user pressing Ctrl-C has it.
     process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, start_new_session=new_session,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
                                # A crash prints every thread's Python stack (see below).
                                env=dict(os.environ, PYTHONPATH=REPO, PYTHONFAULTHANDLER="1"),
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -227,23 +228,27 @@ def _interrupt_when(args, ready, timeout=300, new_session=False):
     while time.time() < deadline and process.poll() is None and not ready():
         time.sleep(0.05)
     assert process.poll() is None, "the run ended before it could be interrupted"
-    if new_session:
-        os.killpg(process.pid, signal.SIGINT)
+    if to_group:
+        os.killpg(process.pid, signum)
     else:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
     try:
         _, stderr = process.communicate(timeout=180)
     except subprocess.TimeoutExpired:
-        process.kill()
+        # The whole group: a child the run left behind would keep stderr open.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         _, stderr = process.communicate()
-        pytest.fail("still running 180 s after SIGINT:\n" + "\n".join(
+        pytest.fail(f"it or a process it started still ran 180 s after "
+                    f"{signal.Signals(signum).name}:\n" + "\n".join(
             line for line in stderr.splitlines() if "Step " not in line and "Decoded" not in line
             and "Ran the model" not in line)[-3000:])
     if process.returncode < 0:
         # Killed by a signal (once seen: SIGABRT after the Ctrl-C, not reproduced since): show
         # the fatal error's head and the threads' stacks, which the tail of stderr cuts off.
         start = max(stderr.find("Fatal Python error"), 0)
-        pytest.fail(f"killed by signal {-process.returncode} after SIGINT:\n"
+        pytest.fail(f"killed by signal {-process.returncode} after "
+                    f"{signal.Signals(signum).name}:\n"
                     + stderr[start:start + 6000])
     return process.returncode, stderr
 
@@ -277,14 +282,18 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_stopped(tmp_path, synthe
         resumed.stderr
 
 
-def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_corpus):
+def _endless_paper_reproduction(tmp_path, synthetic_corpus):
     corpus, spm = synthetic_corpus
     out = tmp_path / "paper"
-    args = ["-m", "albert.paper", "reproduce", "--table=5", "--scale=tiny", f"--corpus={corpus}",
-            f"--heldout={corpus}", f"--spm_model_file={spm}", f"--output_dir={out}",
-            "--glue_dir=none", "--num_train_steps=100000"]
+    return out, ["-m", "albert.paper", "reproduce", "--table=5", "--scale=tiny",
+                 f"--corpus={corpus}", f"--heldout={corpus}", f"--spm_model_file={spm}",
+                 f"--output_dir={out}", "--glue_dir=none", "--num_train_steps=100000"]
+
+
+def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_corpus):
+    out, args = _endless_paper_reproduction(tmp_path, synthetic_corpus)
     status, stderr = _interrupt_when(
-        args, lambda: any(out.glob("runs/*/pretraining/train_log.jsonl")), new_session=True)
+        args, lambda: any(out.glob("runs/*/pretraining/train_log.jsonl")), to_group=True)
     assert status == 130, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     lines = stderr.strip().splitlines()
@@ -293,6 +302,28 @@ def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_cor
     # ... after the step's own line
     assert any(re.fullmatch(r"Interrupted: stopped at step \d+; the same command .*", line)
                for line in lines[:-1]), stderr[-3000:]
+
+
+def test_sigterm_to_a_paper_reproduction_reaches_its_step_which_saves_first(tmp_path,
+                                                                          synthetic_corpus):
+    """`kill <runner>` alone (not its process group): the runner passes it on to the training
+    step and waits, instead of dying and leaving the step training on, orphaned."""
+    out, args = _endless_paper_reproduction(tmp_path, synthetic_corpus)
+    status, stderr = _interrupt_when(
+        args, lambda: any(log.stat().st_size for log in
+                          out.glob("runs/*/pretraining/train_log.jsonl")),
+        signum=signal.SIGTERM)
+    assert status == 143, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = stderr.strip().splitlines()
+    assert lines[-1] == ("Preempted: stopped during run_pretraining.py by SIGTERM; the same "
+                         "reproduce command goes on from there (finished cells are kept)")
+    saved = [re.fullmatch(r"Preempted: SIGTERM at step (\d+): saved (.*model\.ckpt-(\d+)); the "
+                          r"same command resumes from it", line) for line in lines[:-1]]
+    saved = [match for match in saved if match]
+    assert saved, stderr[-3000:]
+    assert saved[0].group(1) == saved[0].group(3)
+    assert os.path.exists(saved[0].group(2) + ".index")
 
 
 @pytest.mark.parametrize("script", ["run_classifier.py", "run_race.py"])

@@ -14,7 +14,7 @@ from albert import io
 from albert.cli import report_interrupt
 from albert.config import AlbertConfig
 from albert.datasets.demo_corpus import require_demo_packages
-from albert.errors import AlbertError, InputError
+from albert.errors import AlbertError, InputError, RunPreempted
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, margin_summary,
                                                   masked_lm_summary, masked_token_counts)
@@ -312,6 +312,9 @@ def main(argv=None) -> int:
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
+    except RunPreempted as preempted:
+        print(f"Preempted: {preempted}", file=sys.stderr)
+        return 143
     except KeyboardInterrupt as interrupt:
         report_interrupt(interrupt)
 

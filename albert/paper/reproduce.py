@@ -19,12 +19,15 @@ killed one resumes, because run_pretraining.py and run_classifier.py resume
 from their latest checkpoint.
 """
 
+import contextlib
 import dataclasses
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -34,7 +37,7 @@ from albert import io
 from albert.checkpoints import assign_model_weights, read_checkpoint
 from albert.checkpoints.keras_format import build_model
 from albert.checkpoints.naming import count_parameters
-from albert.errors import InputError, RunInterrupted
+from albert.errors import InputError, RunInterrupted, RunPreempted
 from albert.finetuning_data.glue import TASKS
 from albert.paper.scales import Scale, scale_settings
 from albert.paper.tables import Cell, Table
@@ -63,6 +66,40 @@ STEP_STOP_SECONDS = 60
 
 class StepFailed(InputError):
     """A script run by the reproduction failed (its own error is printed above)."""
+
+
+def _step_name(command: List[str]) -> str:
+    """The script or module a step runs: `run_pretraining.py`, `albert.datasets`."""
+    return shlex.quote(command[2] if command[1] == "-m" else command[1])
+
+
+@contextlib.contextmanager
+def _terminations_forwarded():
+    """While a step runs, a SIGTERM to this runner goes on to the step, and the runner waits for
+    it: the step saves a checkpoint and ends (exit 143), where by default the runner would die
+    at once and leave the step training, orphaned, into a run directory that the next
+    `reproduce` would then train into as well. Yields `forward_to(process)`, called once the
+    step is started (a SIGTERM that came before it is passed on then)."""
+    step, received = [], []
+
+    def forward(signum, frame):
+        received.append(signum)
+        if step and step[0].poll() is None:
+            step[0].send_signal(signal.SIGTERM)
+
+    def forward_to(process):
+        step.append(process)
+        if received:
+            forward(signal.SIGTERM, None)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda process: None  # signal handlers can only be set in the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        yield forward_to
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclasses.dataclass
@@ -112,19 +149,28 @@ class Reproduction:
         if not self.execute:
             return
         print(f"\n$ {printable}", flush=True)
-        process = subprocess.Popen(command, cwd=REPO)
-        try:
-            returncode = process.wait()
-        except KeyboardInterrupt:
-            # A terminal's Ctrl-C reaches the step too: let it stop cleanly and say where
-            # (subprocess.run would kill it after a quarter of a second).
+        with _terminations_forwarded() as forward_to:
+            process = subprocess.Popen(command, cwd=REPO)
+            forward_to(process)
             try:
-                process.wait(timeout=STEP_STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            raise RunInterrupted(f"stopped during {shlex.quote(command[1])}; the same reproduce "
-                                 "command goes on from there (finished cells are kept)") from None
+                returncode = process.wait()
+            except KeyboardInterrupt:
+                # A terminal's Ctrl-C reaches the step too: let it stop cleanly and say where
+                # (subprocess.run would kill it after a quarter of a second).
+                try:
+                    process.wait(timeout=STEP_STOP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                raise RunInterrupted(f"stopped during {_step_name(command)}; the same "
+                                     "reproduce command goes on from there (finished cells are "
+                                     "kept)") from None
+        if returncode in (128 + signal.SIGTERM, -signal.SIGTERM):
+            # SIGTERM to this runner (forwarded), to the step alone or to both (a scheduler
+            # signals the whole process group): not a failure of the step, which saved a
+            # checkpoint if it was training and resumes from it.
+            raise RunPreempted(f"stopped during {_step_name(command)} by SIGTERM; the same "
+                               "reproduce command goes on from there (finished cells are kept)")
         if returncode != 0:
             raise StepFailed(f"This step failed (exit {returncode}); fix it and run the "
                              f"same reproduce command again to continue: {printable}")
