@@ -186,8 +186,9 @@ def _judged(counts_of):
     class StandIn:
         seeds = 2
 
-        def counts(self, objective, step, kind, across_sets=False):
-            return counts_of(objective, step, kind)
+        def counts(self, objective, step, kind, across_sets=False, seeds=None):
+            found = counts_of(objective, step, kind)
+            return [found[seed - 1] for seed in seeds] if seeds else found
 
     return judge(StandIn(), final_step=12000, early_step=6000, resamples=1000)["criteria"]
 
@@ -283,5 +284,90 @@ def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
     assert (tmp_path / "margins.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main([*arguments, f"--output={tmp_path / 'again.json'}"]) == 1
     assert "is not overwritten" in capsys.readouterr().err
+    # A finished run whose final checkpoint and cache are gone: its result.json's per-document
+    # counts (each set on its own documents, as the runner records them) stand for that step.
+    run = tmp_path / "runs" / cell_run_names()["NSP"]
+    cached = json.loads((run / "documents-12000.json").read_text())
+    (run / "documents-12000.json").unlink()
+    for part in (run / "pretraining").glob("model.ckpt-12000.*"):
+        part.unlink()
+    own = {}
+    for kind, counts in cached.items():
+        kept = [index for index, pairs in enumerate(counts["pairs"]) if pairs]
+        own[f"{kind} acc"] = {field: [values[index] for index in kept]
+                              for field, values in counts.items()}
+    finished = {"intrinsic": {"documents": own},
+                "commands": ["python run_pretraining.py --num_train_steps=12000 --do_train"]}
+    (run / "result.json").write_text(json.dumps(finished))
+    assert main([*arguments, f"--output={tmp_path / 'recorded.json'}"]) == 0
+    assert json.loads((tmp_path / "recorded.json").read_text()) == result
+    assert not (run / "documents-12000.json").exists()
+    # ... but only for the step it records.
+    finished["commands"] = ["python run_pretraining.py --num_train_steps=9000 --do_train"]
+    (run / "result.json").write_text(json.dumps(finished))
+    assert main([*arguments, f"--output={tmp_path / 'other.json'}"]) == 1
+    assert "seed 1 has not reached step 12000" in capsys.readouterr().err
     assert main([*arguments, "--seeds=2", f"--output={tmp_path / 'two.json'}"]) == 1
     assert "seed 2 has not reached step 12000" in capsys.readouterr().err
+    assert main([*arguments, "--early_step_seeds=2", f"--output={tmp_path / 'two.json'}"]) == 1
+    assert "only seeds 1 to 1 were run" in capsys.readouterr().err
+
+
+def test_the_criteria_say_when_runs_were_evaluated_on_different_held_out_sets(capsys):
+    from albert.paper.criteria import format_markdown, judge
+
+    def judged(changed_text):
+        def counts_of(objective, step, kind):
+            seeds = [_counts_at(0.6, seed=seed) for seed in (1, 2)]
+            if changed_text and (objective, kind) == ("SOP", "NSP"):
+                # The second seed's records were made again from changed text: one document
+                # lost two pairs.
+                pairs = seeds[1].pairs.copy()
+                pairs[7] -= 2
+                seeds[1] = dataclasses.replace(seeds[1], pairs=pairs,
+                                               correct=np.minimum(seeds[1].correct, pairs),
+                                               label_one=np.minimum(seeds[1].label_one, pairs))
+            return seeds
+
+        class StandIn:
+            seeds = 2
+
+            def counts(self, objective, step, kind, across_sets=False, seeds=None):
+                return counts_of(objective, step, kind)
+
+        return judge(StandIn(), final_step=12000, early_step=6000, resamples=200)
+
+    result = judged(changed_text=True)
+    assert result["held_out_sets_differ"] == {"NSP": {"documents": 1,
+                                                      "pairs_range": [3598, 3600]}}
+    assert result["margins"]["SOP model, NSP set"]["seed_pairs"] == [3600, 3598]
+    assert "NSP held-out set's pairs per document are not the same" in capsys.readouterr().err
+    assert "| 3,598 / 3,600 |" in format_markdown(result)
+    assert "held_out_sets_differ" not in judged(changed_text=False)
+    assert "not the same" not in capsys.readouterr().err
+
+
+def test_growth_can_rest_on_the_seeds_whose_early_checkpoint_is_left():
+    from albert.errors import InputError
+    from albert.paper.criteria import judge
+
+    rates = {("SOP", "NSP", 12000): 0.62, ("SOP", "NSP", 6000): 0.55}
+
+    class FirstSeedsEarlyCheckpointGone:
+        seeds = 2
+
+        def counts(self, objective, step, kind, across_sets=False, seeds=None):
+            seeds = seeds or [1, 2]
+            if step == 6000 and 1 in seeds:
+                raise InputError("model.ckpt-6000 does not exist")
+            return [_counts_at(rates.get((objective, kind, step), 0.5), seed=seed + step)
+                    for seed in seeds]
+
+    with pytest.raises(InputError, match="does not exist"):
+        judge(FirstSeedsEarlyCheckpointGone(), final_step=12000, early_step=6000, resamples=200)
+    growth = judge(FirstSeedsEarlyCheckpointGone(), final_step=12000, early_step=6000,
+                   resamples=200, early_seeds=[2])["criteria"]["f"]
+    assert growth["seeds"] == [2] and growth["passes"]
+    late, early = (_counts_at(rates["SOP", "NSP", step], seed=2 + step).margin()
+                   for step in (12000, 6000))
+    assert growth["growth"] == pytest.approx(late - early)

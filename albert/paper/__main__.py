@@ -195,8 +195,18 @@ def _criteria(args) -> int:
         raise InputError(f"--plot={args.plot} exists; it is not overwritten")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
+    early_seeds = None
+    if args.early_step_seeds:
+        try:
+            early_seeds = sorted({int(seed) for seed in args.early_step_seeds.split(",")})
+        except ValueError:
+            raise InputError(f"--early_step_seeds={args.early_step_seeds}: seed numbers "
+                             "separated by commas, such as 2 or 1,2") from None
+        if not set(early_seeds) <= set(range(1, args.seeds + 1)):
+            raise InputError(f"--early_step_seeds={args.early_step_seeds}: only seeds 1 to "
+                             f"{args.seeds} were run")
     evaluations = Evaluations(os.path.abspath(args.output_dir), args.seeds, args.eval_batch_size)
-    result = judge(evaluations, args.final_step, args.early_step, args.resamples)
+    result = judge(evaluations, args.final_step, args.early_step, args.resamples, early_seeds)
     io.write_json_atomically(args.output, result)
     sys.stdout.write(format_criteria(result))
     print(f"Wrote {args.output}")
@@ -290,6 +300,10 @@ def main(argv=None) -> int:
     criteria.add_argument("--seeds", type=int, default=2)
     criteria.add_argument("--final_step", type=int, default=12000)
     criteria.add_argument("--early_step", type=int, default=6000)
+    criteria.add_argument("--early_step_seeds", default=None,
+                          help="judge (f) on these seeds only, e.g. '2' (default: every seed); "
+                               "for a seed whose --early_step checkpoint is gone. The output "
+                               "names them")
     criteria.add_argument("--output", required=True, help="JSON file to write (must not exist)")
     criteria.add_argument("--eval_batch_size", type=int, default=256)
     criteria.add_argument("--resamples", type=int, default=RESAMPLES)

@@ -11,12 +11,16 @@ the two sets, resamples the union of their documents (a document without
 pairs in one set weighs nothing there).
 
 Per-document counts are cached beside each run as `documents-<step>.json`
-(written once, never overwritten), so judging again costs no evaluation.
+(written once, never overwritten), so judging again costs no evaluation. A
+finished run whose checkpoint is gone is judged at its final step from the
+per-document counts its result.json recorded from that checkpoint.
 """
 
 import dataclasses
 import os
-from typing import Dict, List
+import re
+import sys
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -26,7 +30,7 @@ from albert.errors import InputError
 from albert.evaluation.document_bootstrap import (BOOTSTRAP_SEED, RESAMPLES, DocumentCounts,
                                                   document_counts, document_draws, interval,
                                                   one_sided_lower)
-from albert.paper.reproduce import record_predictions
+from albert.paper.reproduce import RESULT, record_predictions
 from albert.paper.tables import TABLES
 from albert.pretraining_data.schema import read_record_documents
 
@@ -68,13 +72,14 @@ class Evaluations:
             self.documents[kind] = documents
         self.order = np.union1d(*self.documents.values())
 
-    def counts(self, objective: str, step: int, kind: str,
-               across_sets: bool = False) -> List[DocumentCounts]:
-        """One DocumentCounts per seed of the `objective` cell at `step` on the `kind` set: on
-        the set's own documents (what `python -m albert.paper evaluate` resamples), or with
-        `across_sets` on the union of both sets' documents, to pair it with the other set."""
+    def counts(self, objective: str, step: int, kind: str, across_sets: bool = False,
+               seeds: Optional[List[int]] = None) -> List[DocumentCounts]:
+        """One DocumentCounts per seed (all, or those listed) of the `objective` cell at `step`
+        on the `kind` set: on the set's own documents (what `python -m albert.paper evaluate`
+        resamples), or with `across_sets` on the union of both sets' documents, to pair it with
+        the other set."""
         found = [self._seed_counts(objective, seed, step)[kind]
-                 for seed in range(1, self.seeds + 1)]
+                 for seed in (seeds or range(1, self.seeds + 1))]
         if across_sets:
             return found
         own = np.isin(self.order, self.documents[kind])
@@ -88,8 +93,11 @@ class Evaluations:
         if not os.path.exists(cache):
             checkpoint = os.path.join(run_dir, "pretraining", f"model.ckpt-{step}")
             if not os.path.exists(checkpoint + ".index"):
-                raise InputError(f"{checkpoint} does not exist: the {objective} cell's seed "
-                                 f"{seed} has not reached step {step}")
+                recorded = self._recorded_final_counts(run_dir, step)
+                if recorded is None:
+                    raise InputError(f"{checkpoint} does not exist: the {objective} cell's "
+                                     f"seed {seed} has not reached step {step}")
+                return recorded
             config = AlbertConfig.from_json_file(
                 os.path.join(run_dir, "pretraining", "albert_config.json"))
             found = {}
@@ -111,6 +119,44 @@ class Evaluations:
                                  "(the records were remade?); move it away to recompute it")
         return counts
 
+    def _recorded_final_counts(self, run_dir: str, step: int):
+        """The per-document counts a finished run's result.json holds for its final checkpoint,
+        when `step` is that checkpoint's step: they were computed the way this module computes
+        them, so a finished run needs no checkpoint (checkpoints are what users delete first).
+        None when the run has no such record."""
+        path = os.path.join(run_dir, RESULT)
+        if not io.exists(path):
+            return None
+        result = io.read_json(path)
+        recorded = result.get("intrinsic", {}).get("documents")
+        if not recorded or _final_step(result) != step:
+            return None
+        counts = {}
+        for kind in SETS:
+            own = recorded[f"{kind} acc"]
+            # result.json holds each set's own documents; criteria align both on their union.
+            where = np.searchsorted(self.order, own["documents"])
+            if not np.array_equal(self.order[np.minimum(where, len(self.order) - 1)],
+                                  own["documents"]):
+                raise InputError(f"{path} does not match the held-out records' documents "
+                                 "(the records were remade?)")
+            aligned = {"documents": self.order}
+            for field in ("pairs", "correct", "label_one"):
+                aligned[field] = np.zeros(len(self.order))
+                aligned[field][where] = own[field]
+            counts[kind] = DocumentCounts(**aligned)
+        return counts
+
+
+def _final_step(result: dict):
+    """The step of a finished run's final checkpoint: its pretraining command's
+    --num_train_steps (None when the result records no pretraining command)."""
+    for command in result.get("commands", []):
+        if "run_pretraining.py" in command:
+            found = re.search(r"--num_train_steps=(\d+)", command)
+            return int(found.group(1)) if found else None
+    return None
+
 
 def _contains_zero(bounds) -> bool:
     return bounds[0] <= 0 <= bounds[1]
@@ -121,14 +167,23 @@ def _margins(seeds: List[DocumentCounts]) -> List[float]:
 
 
 def judge(evaluations: Evaluations, final_step: int, early_step: int,
-          resamples: int = RESAMPLES) -> dict:
-    """Criteria (a)–(f) as written before the runs; every number they rest on is reported."""
+          resamples: int = RESAMPLES, early_seeds: Optional[List[int]] = None) -> dict:
+    """Criteria (a)–(f) as written before the runs; every number they rest on is reported.
+    `early_seeds` limits (f) to the seeds listed (all by default), for a seed whose
+    `early_step` checkpoint is gone; (f) then says which seeds it rests on."""
+    early_seeds = early_seeds or list(range(1, evaluations.seeds + 1))
     def draws(*evaluated, same_seeds=False):
         return document_draws(list(evaluated), resamples, BOOTSTRAP_SEED, same_seeds)
 
     at = {(objective, kind): evaluations.counts(objective, final_step, kind)
           for objective in OBJECTIVES for kind in SETS}
-    sop_on_nsp_early = evaluations.counts("SOP", early_step, "NSP")
+    sop_on_nsp_early = evaluations.counts("SOP", early_step, "NSP", seeds=early_seeds)
+    sop_on_nsp_late = evaluations.counts("SOP", final_step, "NSP", seeds=early_seeds)
+    differing = _differing_held_out_sets(at)
+    for kind, found in differing.items():
+        print(f"WARNING: the {kind} held-out set's pairs per document are not the same in every "
+              f"evaluation ({found['documents']} documents differ): some runs were evaluated "
+              "on records made again from changed text", file=sys.stderr)
     criteria = {}
 
     (nsp_on_sop,) = draws(at["NSP", "SOP"])
@@ -170,25 +225,48 @@ def judge(evaluations: Evaluations, final_step: int, early_step: int,
                      "passes": interval(nsp_on_nsp)[0] > LEARNED_MARGIN
                      and interval(sop_on_sop)[0] > LEARNED_MARGIN}
 
-    late, early = draws(at["SOP", "NSP"], sop_on_nsp_early, same_seeds=True)
+    late, early = draws(sop_on_nsp_late, sop_on_nsp_early, same_seeds=True)
     growth = late - early
     criteria["f"] = {"criterion": f"SOP's transfer to NSP grows from step {early_step} to "
                                   f"{final_step} (paired on documents and seeds)",
-                     "growth": float(np.mean(_margins(at["SOP", "NSP"]))
+                     "growth": float(np.mean(_margins(sop_on_nsp_late))
                                      - np.mean(_margins(sop_on_nsp_early))),
                      "growth_one_sided_lower95": one_sided_lower(growth),
                      "passes": one_sided_lower(growth) > 0}
+    if early_seeds != list(range(1, evaluations.seeds + 1)):
+        criteria["f"]["seeds"] = early_seeds
 
     margins = {f"{objective} model, {kind} set": {
         "margin": float(np.mean(_margins(at[objective, kind]))),
         "seed_margins": _margins(at[objective, kind]),
         "margin_ci95": list(interval(draws(at[objective, kind])[0])),
         "documents": int(np.count_nonzero(at[objective, kind][0].pairs)),
-        "pairs": at[objective, kind][0].total_pairs}
+        "pairs": at[objective, kind][0].total_pairs,
+        "seed_pairs": [counts.total_pairs for counts in at[objective, kind]]}
         for objective in OBJECTIVES for kind in SETS}
-    return {"final_step": final_step, "early_step": early_step, "seeds": evaluations.seeds,
-            "resamples": resamples, "bootstrap_seed": BOOTSTRAP_SEED, "criteria": criteria,
-            "margins": margins}
+    result = {"final_step": final_step, "early_step": early_step, "seeds": evaluations.seeds,
+              "resamples": resamples, "bootstrap_seed": BOOTSTRAP_SEED, "criteria": criteria,
+              "margins": margins}
+    if differing:
+        result["held_out_sets_differ"] = differing
+    return result
+
+
+def _differing_held_out_sets(at: dict) -> dict:
+    """Per held-out set whose pairs per document are not the same in every (cell, seed)
+    evaluation: how many documents differ and the range of total pairs. Each run is still
+    judged on its own counts; this says the runs did not all see one set."""
+    differing = {}
+    for kind in SETS:
+        evaluated = [counts for (objective, set_kind), seeds in at.items() if set_kind == kind
+                     for counts in seeds]
+        pairs = np.stack([counts.pairs for counts in evaluated])
+        documents = int(np.count_nonzero((pairs != pairs[0]).any(axis=0)))
+        if documents:
+            totals = pairs.sum(axis=1)
+            differing[kind] = {"documents": documents,
+                               "pairs_range": [int(totals.min()), int(totals.max())]}
+    return differing
 
 
 def format_markdown(result: dict) -> str:
@@ -207,9 +285,14 @@ def format_markdown(result: dict) -> str:
     for name, entry in result["margins"].items():
         low, high = entry["margin_ci95"]
         seeds = ", ".join(f"{100 * margin:+.2f}" for margin in entry["seed_margins"])
+        pairs = " / ".join(f"{total:,}" for total in sorted(set(entry["seed_pairs"])))
         lines.append(f"| {name} | {100 * entry['margin']:+.2f} | [{100 * low:+.2f}, "
-                     f"{100 * high:+.2f}] | {seeds} | {entry['documents']:,} | "
-                     f"{entry['pairs']:,} |")
+                     f"{100 * high:+.2f}] | {seeds} | {entry['documents']:,} | {pairs} |")
+    for kind, found in result.get("held_out_sets_differ", {}).items():
+        low, high = found["pairs_range"]
+        lines += ["", f"The {kind} held-out set is not the same in every evaluation: "
+                  f"{found['documents']} documents have other pairs in some runs ({low:,} to "
+                  f"{high:,} pairs in all); each run is judged on the set it was evaluated on."]
     return "\n".join(lines) + "\n"
 
 
