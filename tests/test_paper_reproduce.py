@@ -159,6 +159,20 @@ def test_a_cells_seeds_pool_into_one_margin_with_a_document_interval():
     assert masked["seeds"] == 2 and masked["accuracy"] == pytest.approx(0.15, abs=0.01)
     low, high = masked["accuracy_ci95"]
     assert 0.1 - 0.01 < low < masked["accuracy"] < high < 0.2 + 0.01
+    # These seeds' sets differ (as when records are made again from changed text between
+    # runs): each seed's pairs are kept and the table's note shows them.
+    from albert.paper.report import _interval_note
+
+    seed_pairs = [sum(seed["intrinsic"]["documents"]["NSP acc"]["pairs"])
+                  for seed in pooled["seeds"]]
+    assert margin["seed_pairs"] == seed_pairs and seed_pairs[0] != seed_pairs[1]
+    note = _interval_note({"cell": "SOP", "margins": {"NSP acc": margin},
+                           "seed_margins": {"NSP acc": [0.1, 0.2]}})
+    assert (f"{seed_pairs[0]:,} / {seed_pairs[1]:,} pairs (the seeds' held-out sets differ)"
+            in note)
+    alike = pool_seeds([seed_result(1, 0.6)] * 2)["pooled_margins"]["NSP acc"]
+    assert "differ" not in _interval_note({"cell": "SOP", "margins": {"NSP acc": alike},
+                                           "seed_margins": {}})
 
 
 def test_runs_finished_before_masked_lm_counts_get_them_once(tmp_path, monkeypatch, capsys):
@@ -368,6 +382,7 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     assert "| SOP | paper | 12M | 54.0 | 78.9 | 86.5 | 89.3/82.3 |" in markdown
     assert "| SOP | ours |" in markdown and "![Table 5](table5.png)" in markdown
     assert "Chance on our held-out sets" in markdown and "not the GLUE tasks" not in markdown
+    assert "resamples whole held-out documents" in markdown and "standard error" not in markdown
     assert "## Masked-LM differences between cells" in markdown
     assert "SP task=SOP: MLM acc " in markdown
     for row in report["rows"]:  # sentence accuracies against each set's majority share

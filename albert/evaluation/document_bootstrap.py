@@ -209,6 +209,8 @@ def margin_summary(seeds: List[DocumentCounts], resamples: int = RESAMPLES,
         "margin_one_sided_lower95": one_sided_lower(draws),
         "naive_standard_error": float(np.sqrt(accuracy * (1 - accuracy) / (pairs * len(seeds)))),
         "seeds": len(seeds),
+        # Differ only where seeds were evaluated on records made again from changed text.
+        "seed_pairs": [counts.total_pairs for counts in seeds],
     }
 
 
@@ -227,6 +229,7 @@ def masked_lm_summary(seeds: List[MaskedTokenCounts], resamples: int = RESAMPLES
         "accuracy_ci95": list(interval(draws)),
         "naive_standard_error": float(np.sqrt(accuracy * (1 - accuracy) / (tokens * len(seeds)))),
         "seeds": len(seeds),
+        "seed_masked_tokens": [counts.total_tokens for counts in seeds],
     }
 
 

@@ -99,7 +99,7 @@ def build_report(table: Table, cells: List[Cell], results: List[dict],
              "held-out next-sentence set, both made from the held-out text with "
              "create_pretraining_data.py; the paper's intrinsic columns come from SQuAD and RACE "
              "dev text.",
-             _chance_note(counts),
+             _chance_note(counts, with_intervals=all(row["margins"] for row in rows)),
              "SQuAD and RACE columns need their data (not available offline); Avg needs all five "
              "tasks."]
     if demo_glue:
@@ -146,14 +146,20 @@ def chance_margins(intrinsic: dict, counts: dict) -> Dict[str, float]:
             for column in counts if intrinsic.get(column) is not None}
 
 
-def _chance_note(counts: dict) -> str:
+def _chance_note(counts: dict, with_intervals: bool) -> str:
     nsp, sop = counts["NSP acc"], counts["SOP acc"]
-    return ("Chance on our held-out sets (always answering the commoner label): NSP "
-            f"{_percent(nsp.majority_share)} of {nsp.total:,} pairs, SOP "
-            f"{_percent(sop.majority_share)} of {sop.total:,} pairs; one standard error is about "
-            f"{100 * 0.5 / nsp.total ** 0.5:.1f} and {100 * 0.5 / sop.total ** 0.5:.1f} points. "
-            "Each row's note gives its sentence accuracies in standard errors above chance; "
-            f"{ABOVE_CHANCE_STANDARD_ERRORS:g} or more counts as above chance.")
+    chance = ("Chance on our held-out sets (always answering the commoner label): NSP "
+              f"{_percent(nsp.majority_share)} of {nsp.total:,} pairs, SOP "
+              f"{_percent(sop.majority_share)} of {sop.total:,} pairs")
+    if with_intervals:
+        # Pairs of one document are not independent: the rows' intervals resample documents.
+        return (chance + ". Each row's note gives its margin (accuracy − its set's majority "
+                "share) with a 95 % interval that resamples whole held-out documents.")
+    return (chance + f"; one standard error is about {100 * 0.5 / nsp.total ** 0.5:.1f} and "
+            f"{100 * 0.5 / sop.total ** 0.5:.1f} points. Each row's note gives its sentence "
+            "accuracies in standard errors above chance; "
+            f"{ABOVE_CHANCE_STANDARD_ERRORS:g} or more counts as above chance (pairs counted "
+            "as independent: the records have no documents file for document intervals).")
 
 
 def _margin_note(row: dict) -> str:
@@ -181,7 +187,8 @@ def _interval_note(row: dict) -> str:
                      f"({pooled['seeds']} seed{'s' if pooled['seeds'] > 1 else ''}"
                      + (f": {', '.join(f'{100 * m:+.1f}' for m in seeds)}" if len(seeds) > 1
                         else "")
-                     + f"; {pooled['documents']:,} documents, {pooled['pairs']:,} pairs)")
+                     + f"; {pooled['documents']:,} documents, "
+                       f"{_per_seed(pooled, 'pairs', 'seed_pairs', 'pairs')})")
     return f"{row['cell']}: {'; '.join(parts)}."
 
 
@@ -191,7 +198,17 @@ def _masked_lm_note(row: dict) -> str:
     return (f"{row['cell']}: MLM acc {100 * masked['accuracy']:.1f}, document bootstrap 95 % "
             f"interval [{100 * low:.1f}, {100 * high:.1f}] ({masked['seeds']} "
             f"seed{'s' if masked['seeds'] > 1 else ''}; {masked['documents']:,} documents, "
-            f"{masked['masked_tokens']:,.0f} masked tokens).")
+            f"{_per_seed(masked, 'masked_tokens', 'seed_masked_tokens', 'masked tokens')}).")
+
+
+def _per_seed(summary: dict, total: str, per_seed: str, unit: str) -> str:
+    """A summary's total pairs (or masked tokens); each seed's where the seeds' held-out sets
+    differ (records made again from changed text between the runs)."""
+    found = [int(value) for value in summary.get(per_seed, [summary[total]])]
+    if len(set(found)) == 1:
+        return f"{found[0]:,} {unit}"
+    return (" / ".join(f"{value:,}" for value in found)
+            + f" {unit} (the seeds' held-out sets differ)")
 
 
 def _format_differences(differences: List[dict]) -> List[str]:
