@@ -158,6 +158,10 @@ def _final_step(result: dict):
     return None
 
 
+def _documents(count: int) -> str:
+    return f"{count} document" + ("" if count == 1 else "s")
+
+
 def _contains_zero(bounds) -> bool:
     return bounds[0] <= 0 <= bounds[1]
 
@@ -182,7 +186,7 @@ def judge(evaluations: Evaluations, final_step: int, early_step: int,
     differing = _differing_held_out_sets(at)
     for kind, found in differing.items():
         print(f"WARNING: the {kind} held-out set's pairs per document are not the same in every "
-              f"evaluation ({found['documents']} documents differ): some runs were evaluated "
+              f"evaluation ({_documents(found['documents'])} differ): some runs were evaluated "
               "on records made again from changed text", file=sys.stderr)
     criteria = {}
 
@@ -291,7 +295,7 @@ def format_markdown(result: dict) -> str:
     for kind, found in result.get("held_out_sets_differ", {}).items():
         low, high = found["pairs_range"]
         lines += ["", f"The {kind} held-out set is not the same in every evaluation: "
-                  f"{found['documents']} documents have other pairs in some runs ({low:,} to "
+                  f"{_documents(found['documents'])} with other pairs in some runs ({low:,} to "
                   f"{high:,} pairs in all); each run is judged on the set it was evaluated on."]
     return "\n".join(lines) + "\n"
 
