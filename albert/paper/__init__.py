@@ -9,8 +9,9 @@
 Modules: `params` (parameter counts), `tables` (the cells and printed
 numbers), `scales` (how big the runs are), `reproduce` (runs the cells
 through the project's scripts), `report` (table<N>.md / .json / .png),
-`criteria` (the pre-registered Table 5 criteria), `by_source` (margins per
-held-out source, post hoc).
+`criteria` (the pre-registered Table 5 criteria), `sharing_criteria` (the
+pre-registered Table 4 criteria), `by_source` (margins per held-out source,
+post hoc).
 """
 
 from albert.paper.params import (SHAPES, VOCAB_SIZE, Row, albert_config, bert_config,

@@ -18,6 +18,7 @@ from albert.errors import AlbertError, InputError, RunPreempted
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, margin_summary,
                                                   masked_lm_summary, masked_token_counts)
+from albert.paper import sharing_criteria
 from albert.paper.by_source import format_markdown as format_by_source
 from albert.paper.by_source import margins_by_source
 from albert.paper.criteria import Evaluations, judge
@@ -75,7 +76,7 @@ def _reproduce(args) -> int:
     if glue_dir not in (None, "demo") and not os.path.isdir(glue_dir):
         raise InputError(f"--glue_dir={glue_dir} is not a directory")
     if args.seeds < 1:
-        raise InputError(f"--seeds={args.seeds}: at least 1")
+        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     cells = _select_cells(table, args.cells)
     execute = args.run or scale.runs_by_default
     reproduction = Reproduction(args.output_dir, scale, os.path.abspath(args.corpus),
@@ -184,17 +185,32 @@ def _record_documents(path: str, pairs: int):
     return documents
 
 
+# --seeds, --final_step and --early_step of each table's pre-registration (docs/paper.md).
+CRITERIA_DEFAULTS = {5: {"seeds": 2, "final_step": 12000, "early_step": 6000},
+                     4: {"seeds": sharing_criteria.SEEDS,
+                         "final_step": sharing_criteria.FINAL_STEP}}
+
+
 def _criteria(args) -> int:
-    """Criteria (a)-(f) of the pre-registration, judged on the runs as written."""
+    """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)) or Table 4 ((a)-(d)),
+    judged on the runs as written."""
+    for name, value in CRITERIA_DEFAULTS[args.table].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.seeds < 1:
+        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
+    if args.table == 4:
+        return _sharing_criteria(args)
     if os.path.exists(args.output):
         raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
                          "name or remove it)")
-    if args.seeds < 1 or not 0 < args.early_step < args.final_step:
-        raise InputError("--seeds must be at least 1 and 0 < --early_step < --final_step")
+    if not 0 < args.early_step < args.final_step:
+        raise InputError(f"--early_step={args.early_step} must be above 0 and below "
+                         f"--final_step={args.final_step}")
     if args.plot and os.path.exists(args.plot):
         raise InputError(f"--plot={args.plot} exists; it is not overwritten")
-    if args.plot and importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
     early_seeds = None
     if args.early_step_seeds:
         try:
@@ -213,6 +229,23 @@ def _criteria(args) -> int:
     if args.plot:
         plot_criteria(result, args.plot)
         print(f"Wrote {args.plot}")
+    return 0
+
+
+def _sharing_criteria(args) -> int:
+    """Table 4's criteria (a)-(d) from its runs' result.json files
+    (albert/paper/sharing_criteria.py); a judgement with runs missing is partial, and the next
+    one replaces its files."""
+    if args.early_step is not None or args.early_step_seeds:
+        raise InputError("--early_step and --early_step_seeds are Table 5's: Table 4's criteria "
+                         "are judged at --final_step alone")
+    sharing_criteria.check_outputs(args.output, args.plot)
+    runs = sharing_criteria.Runs(os.path.abspath(args.output_dir), args.seeds, args.final_step)
+    result = sharing_criteria.judge(runs, args.resamples)
+    written = sharing_criteria.write(result, args.output, args.plot)
+    sys.stdout.write(sharing_criteria.format_markdown(result))
+    for path in written:
+        print(f"Wrote {path}")
     return 0
 
 
@@ -293,23 +326,33 @@ def main(argv=None) -> int:
     evaluate.add_argument("--resamples", type=int, default=RESAMPLES,
                           help="document-bootstrap resamples per interval")
     criteria = commands.add_parser(
-        "criteria", help="the pre-registered criteria (a)-(f) of the multi-seed Table 5 "
-                         "(docs/paper.md) from a reproduction's runs")
+        "criteria", help="the pre-registered criteria (a)-(f) of the multi-seed Table 5 or "
+                         "(a)-(d) of the multi-seed Table 4 (docs/paper.md) from a "
+                         "reproduction's runs")
+    criteria.add_argument("--table", type=int, choices=sorted(CRITERIA_DEFAULTS), default=5)
     criteria.add_argument("--output_dir", required=True,
-                          help="the --output_dir of `reproduce --table=5 --seeds=N`")
-    criteria.add_argument("--seeds", type=int, default=2)
-    criteria.add_argument("--final_step", type=int, default=12000)
-    criteria.add_argument("--early_step", type=int, default=6000)
+                          help="the --output_dir of the table's `reproduce` runs")
+    criteria.add_argument("--seeds", type=int, default=None,
+                          help="seeds per cell (Table 5, default 2) or per E=768 cell (Table 4, "
+                               "default 3; its E=128 cells have one)")
+    criteria.add_argument("--final_step", type=int, default=None,
+                          help="the runs' final step (Table 5: 12000, Table 4: 6000)")
+    criteria.add_argument("--early_step", type=int, default=None,
+                          help="Table 5's (f): the earlier checkpoint (default 6000)")
     criteria.add_argument("--early_step_seeds", default=None,
-                          help="judge (f) on these seeds only, e.g. '2' (default: every seed); "
-                               "for a seed whose --early_step checkpoint is gone. The output "
-                               "names them")
-    criteria.add_argument("--output", required=True, help="JSON file to write (must not exist)")
+                          help="Table 5: judge (f) on these seeds only, e.g. '2' (default: every "
+                               "seed); for a seed whose --early_step checkpoint is gone. The "
+                               "output names them")
+    criteria.add_argument("--output", required=True,
+                          help="JSON file to write (must not exist; Table 4 also writes its .md "
+                               "beside it, and replaces the files of a partial judgement, one "
+                               "with runs missing)")
     criteria.add_argument("--eval_batch_size", type=int, default=256)
     criteria.add_argument("--resamples", type=int, default=RESAMPLES)
     criteria.add_argument("--plot", default=None,
-                          help="also a PNG of every margin with its interval (must not exist; "
-                               "needs the demo extra's matplotlib)")
+                          help="also a PNG of every margin (Table 5) or difference (Table 4) "
+                               "with its interval and each seed's (must not exist; needs the "
+                               "demo extra's matplotlib)")
     by_source = commands.add_parser(
         "by-source", help="each held-out sentence set's margin split by the source of its "
                           "documents (post hoc: news and technical prose in the larger corpus)")

@@ -129,7 +129,7 @@ class Evaluations:
             return None
         result = io.read_json(path)
         recorded = result.get("intrinsic", {}).get("documents")
-        if not recorded or _final_step(result) != step:
+        if not recorded or recorded_final_step(result) != step:
             return None
         counts = {}
         for kind in SETS:
@@ -148,7 +148,7 @@ class Evaluations:
         return counts
 
 
-def _final_step(result: dict):
+def recorded_final_step(result: dict) -> Optional[int]:
     """The step of a finished run's final checkpoint: its pretraining command's
     --num_train_steps (None when the result records no pretraining command)."""
     for command in result.get("commands", []):
