@@ -308,6 +308,10 @@ def outcome(entry: dict) -> str:
     return "passes" if entry["passes"] else "fails"
 
 
+def _seeds(count: int) -> str:
+    return f"{count} seed" + ("" if count == 1 else "s")
+
+
 def _points(value: float) -> str:
     return f"{100 * value:+.2f}"
 
@@ -333,14 +337,14 @@ def _criterion_numbers(key: str, entry: dict) -> str:
     elif "provisional" in entry:
         text = f"{entry['difference']}: {_numbers_text(entry['provisional'])}"
     else:
-        return "no run of a cell yet"
+        return "no number until each of its cells has a run"
     return f"provisional, not a verdict: {text}" if entry["passes"] is None else text
 
 
 def format_markdown(result: dict) -> str:
     seeds = result["seeds"]
     lines = [f"Pre-registered criteria of the multi-seed Table 4 at step "
-             f"{result['final_step']:,}: {seeds[f'E={LARGE_E}']} seeds per E={LARGE_E} cell, "
+             f"{result['final_step']:,}: {_seeds(seeds[f'E={LARGE_E}'])} per E={LARGE_E} cell, "
              f"{seeds[f'E={SMALL_E}']} per E={SMALL_E} cell, {result['resamples']:,} "
              f"document-bootstrap resamples (generator seed {result['bootstrap_seed']}). "
              "Held-out masked-LM accuracy; differences in points, signed so that the paper's "
@@ -411,7 +415,7 @@ def plot(result: dict, path: str) -> None:
     axes.set_xlabel("difference of held-out MLM accuracy (points),\n95 % document-bootstrap "
                     "interval", fontsize=8)
     seeds = result["seeds"]
-    title = (f"Table 4, step {result['final_step']:,}, {seeds[f'E={LARGE_E}']} seeds per "
+    title = (f"Table 4, step {result['final_step']:,}, {_seeds(seeds[f'E={LARGE_E}'])} per "
              f"E={LARGE_E} cell, {seeds[f'E={SMALL_E}']} per E={SMALL_E} cell")
     if result["missing_runs"]:
         title += f"\npartial: {len(result['missing_runs'])} runs missing"
