@@ -34,7 +34,7 @@ from absl import flags, logging
 from albert import cli, io, memory
 from albert.checkpoints import carried_config, format_names
 from albert.errors import InputError
-from albert.pretraining_data.schema import load_data_contract
+from albert.pretraining_data.schema import expand_record_patterns, load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
@@ -161,12 +161,12 @@ def main(argv):
     strategy_name = "tpu" if FLAGS.use_tpu and FLAGS.strategy == "auto" else FLAGS.strategy
     strategy = distribute.create_strategy(strategy_name, tpu, FLAGS.cpu_devices)
     config = _model_config()
-    train_data = load_data_contract(io.expand_file_patterns(FLAGS.input_file))
+    train_data = load_data_contract(expand_record_patterns(FLAGS.input_file))
     lengths = _lengths_from_data(train_data)
     eval_data = None
     if FLAGS.do_eval:
         if FLAGS.eval_file:
-            eval_data = load_data_contract(io.expand_file_patterns(FLAGS.eval_file, "evaluation"))
+            eval_data = load_data_contract(expand_record_patterns(FLAGS.eval_file, "evaluation"))
         else:
             logging.warning("No --eval_file: evaluating on the training files, as the original did")
             eval_data = train_data

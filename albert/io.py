@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from typing import Iterator, List
+from typing import Iterator, List, Sequence
 
 from albert.errors import InputError
 
@@ -101,14 +101,21 @@ def glob(pattern: str) -> List[str]:
     return sorted(matches)
 
 
-def expand_file_patterns(patterns: str, what: str = "input") -> List[str]:
+def expand_file_patterns(patterns: str, what: str = "input",
+                         skip_suffixes: Sequence[str] = ()) -> List[str]:
     """Comma-separated files or globs -> existing files, each glob's matches sorted.
 
-    Raises InputError naming the first pattern that matches no file.
+    A glob's matches ending in one of `skip_suffixes` are left out (files a
+    tool writes beside its outputs, which `name*` globs would otherwise
+    pick up); a file named explicitly is always kept. Raises InputError
+    naming the first pattern that matches no file.
     """
     files = []
     for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
-        matches = glob(pattern) if has_glob_magic(pattern) else [pattern]
+        if has_glob_magic(pattern):
+            matches = [path for path in glob(pattern) if not path.endswith(tuple(skip_suffixes))]
+        else:
+            matches = [pattern]
         matches = [path for path in matches if isfile(path)]
         if not matches:
             raise InputError(f"No {what} file matches {pattern!r}")

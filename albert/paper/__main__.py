@@ -29,7 +29,7 @@ from albert.paper.report import build_report, write_report
 from albert.paper.reproduce import Reproduction, evaluate_checkpoint, record_predictions
 from albert.paper.scales import SCALES
 from albert.paper.tables import TABLES
-from albert.pretraining_data.schema import read_record_documents
+from albert.pretraining_data.schema import expand_record_patterns, read_record_documents
 
 
 def _params(args) -> int:
@@ -109,7 +109,9 @@ def _evaluate(args) -> int:
         raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
                          "name or remove it)")
     checkpoints = [part for part in args.checkpoints.split(",") if part]
-    records = [part for part in args.records.split(",") if part]
+    records = [path for part in args.records.split(",") if part
+               for path in (expand_record_patterns(part, "--records")
+                            if io.has_glob_magic(part) else [part])]
     for checkpoint in checkpoints:
         if not os.path.exists(checkpoint + ".index"):
             raise InputError(f"--checkpoints: {checkpoint} is not a checkpoint (no "

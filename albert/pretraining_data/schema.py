@@ -53,6 +53,16 @@ def documents_file_for(summary_path: str) -> str:
     return base + DOCUMENTS_SUFFIX
 
 
+def expand_record_patterns(patterns: str, what: str = "input") -> List[str]:
+    """Comma-separated record files or globs -> record files.
+
+    The summary and documents files sit beside the records they describe,
+    so the original's habit `--input_file=data/train.tfrecord*` matches them
+    too; a glob leaves them out.
+    """
+    return io.expand_file_patterns(patterns, what, skip_suffixes=(SUMMARY_SUFFIX, DOCUMENTS_SUFFIX))
+
+
 def read_record_documents(record_file: str):
     """The corpus document index of each record of `record_file`, in file order, or None when
     its data has no record-to-document file (made before they were written)."""

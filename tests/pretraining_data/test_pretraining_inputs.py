@@ -1,6 +1,8 @@
 """Pretraining features: parsing with the schema, dynamic masking, the data contract."""
 
+import glob
 import json
+import os
 
 import numpy as np
 import pytest
@@ -10,7 +12,8 @@ from albert.pretraining_data.instances import InstanceConfig
 from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
 from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
-from albert.pretraining_data.schema import PretrainingSchema, load_data_contract
+from albert.pretraining_data.schema import (PretrainingSchema, expand_record_patterns,
+                                            load_data_contract)
 from albert.errors import InputError
 from pretraining_records import read_records
 
@@ -46,6 +49,19 @@ def test_the_summary_is_the_contract_of_the_files(records, synthetic_corpus):
     assert contract.record_counts == [sum(1 for _ in tf.data.TFRecordDataset(f)) for f in records]
     largest = max(int(r["input_ids"].max()) for r in read_records(records, SEQ, PREDICTIONS))
     assert contract.max_token_id == largest
+
+
+def test_a_record_glob_leaves_out_the_files_written_beside_the_records(records):
+    directory = os.path.dirname(records[0])
+    side_files = sorted(glob.glob(os.path.join(directory, "data.tfrecord.*")))
+    assert [os.path.basename(p) for p in side_files] == ["data.tfrecord.documents.npz",
+                                                         "data.tfrecord.summary.json"]
+    pattern = os.path.join(directory, "data.tfrecord*")
+    assert expand_record_patterns(pattern) == records
+    assert load_data_contract(expand_record_patterns(pattern)).record_counts == \
+        load_data_contract(records).record_counts
+    # Named explicitly, a file is taken as given (and refused as a record file).
+    assert expand_record_patterns(side_files[1]) == [side_files[1]]
 
 
 def test_files_without_a_summary_are_described_from_their_records(tmp_path, records):
