@@ -18,6 +18,7 @@ from albert.paper.scales import SCALES
 from albert.paper.tables import DOWNSTREAM_COLUMNS, TABLES
 from conftest import REPO
 from glue_fixtures import write_glue
+from scripts import run_script
 
 # The paper's variants, written out by hand from its tables.
 PAPER_VARIANTS = {
@@ -356,12 +357,10 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
     # `python -m albert.paper evaluate` gives any checkpoint the cells' intrinsic evaluation.
     run_dir = output / "runs" / sop_cell.run_name
     held_out = [str(output / "data" / f"heldout-{kind}.tfrecord") for kind in ("nsp", "sop")]
-    evaluated = subprocess.run(
-        [sys.executable, "-m", "albert.paper", "evaluate",
-         f"--albert_config_file={run_dir / 'albert_config.json'}",
-         f"--checkpoints={run_dir / 'pretraining' / 'model.ckpt-8'}",
-         f"--records={','.join(held_out)}", f"--output={tmp_path / 'evaluated.json'}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    evaluated = run_script(
+        "-m", "albert.paper", "evaluate", f"--albert_config_file={run_dir / 'albert_config.json'}",
+        f"--checkpoints={run_dir / 'pretraining' / 'model.ckpt-8'}",
+        f"--records={','.join(held_out)}", f"--output={tmp_path / 'evaluated.json'}")
     assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
     rows = json.loads(_text(tmp_path / "evaluated.json"))
     assert [row["records"] for row in rows] == held_out
@@ -373,8 +372,7 @@ def test_a_two_cell_table_completes_resumes_after_a_kill_and_reports(tmp_path, s
         ones = row["sentence_order_label_one"]
         assert (1 - ones) * recall["0"] + ones * recall["1"] == pytest.approx(
             row["sentence_order_accuracy"])
-    again = subprocess.run(evaluated.args, cwd=REPO, env=env, capture_output=True, text=True,
-                           timeout=600)
+    again = run_script(*evaluated.args[1:])
     assert again.returncode == 1 and again.stderr.strip().splitlines()[-1].startswith(
         "ERROR: --output=") and "not overwritten" in again.stderr
     assert json.loads(_text(tmp_path / "evaluated.json")) == rows

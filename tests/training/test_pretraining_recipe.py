@@ -3,10 +3,10 @@
 import argparse
 import importlib.util
 import os
-import subprocess
-import sys
 
 import pytest
+
+from scripts import run_script
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "benchmarks", "pretraining_recipe.py")
@@ -49,10 +49,8 @@ def test_record_changes_are_not_passed_to_run_pretraining(recipe):
 
 
 def test_a_record_changing_run_without_the_corpus_is_one_error_line(tmp_path):
-    result = subprocess.run(
-        [sys.executable, SCRIPT, "--train_file=t.tfrecord", "--eval_file=h.tfrecord",
-         f"--output_dir={tmp_path}", "--runs=lamb-0.01-mask0.2"],
-        capture_output=True, text=True, timeout=120)
+    result = run_script(SCRIPT, "--train_file=t.tfrecord", "--eval_file=h.tfrecord",
+                        f"--output_dir={tmp_path}", "--runs=lamb-0.01-mask0.2")
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [
         "ERROR: runs that change the records (lamb-0.01-mask0.2) need --corpus_dir and "
@@ -73,11 +71,11 @@ def test_a_masking_runs_heldout_records_are_the_base_ones_padded(recipe, tmp_pat
     for split in ("train", "heldout"):
         shutil.copy(corpus, corpus_dir / f"{split}.txt")
     base_heldout = str(tmp_path / "base-heldout.tfrecord")
-    subprocess.run([sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
-                    f"--input_file={corpus}", f"--output_file={base_heldout}",
-                    f"--spm_model_file={model}", "--max_seq_length=64",
-                    "--max_predictions_per_seq=10", *recipe.RECORD_FLAGS["heldout"]],
-                   check=True, capture_output=True, cwd=REPO)
+    created = run_script("create_pretraining_data.py", f"--input_file={corpus}",
+                         f"--output_file={base_heldout}", f"--spm_model_file={model}",
+                         "--max_seq_length=64", "--max_predictions_per_seq=10",
+                         *recipe.RECORD_FLAGS["heldout"])
+    assert created.returncode == 0, created.stderr[-3000:]
     args = argparse.Namespace(train_file="unused", eval_file=base_heldout,
                               output_dir=str(tmp_path / "sweep"), corpus_dir=str(corpus_dir),
                               spm_model_file=model)
