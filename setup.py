@@ -56,8 +56,9 @@ setup(
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.
         # setuptools < 81: tensorflow-hub 0.16 imports pkg_resources (hub.KerasLayer tests).
-        "test": ["pytest>=8", "torch==2.13.0", "transformers>=5,<6", "scipy>=1.10",
-                 "scikit-learn>=1.3", "setuptools<81", *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS,
-                 *KERAS_HUB_REQUIREMENTS],
+        # pytest-xdist: the suite runs on every core (pytest.ini); pytest-cov: docs/testing.md.
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "pytest-cov>=5", "torch==2.13.0",
+                 "transformers>=5,<6", "scipy>=1.10", "scikit-learn>=1.3", "setuptools<81",
+                 *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS, *KERAS_HUB_REQUIREMENTS],
     },
 )

@@ -68,14 +68,38 @@ def replace(config, **changes):
     return dataclasses.replace(config, **changes)
 
 
+def built_once(tmp_path_factory, name, build):
+    """A directory `build(directory)` fills once per test run, shared by the parallel workers.
+
+    The first worker to ask builds it under a lock; the others wait and reuse it. Builders
+    write deterministic file names, so every worker sees the same paths.
+    """
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent   # the run's directory, above each worker's own
+    directory = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / ".complete").exists():
+            directory.mkdir(exist_ok=True)
+            build(directory)
+            (directory / ".complete").touch()
+    return directory
+
+
 @pytest.fixture(scope="session")
 def synthetic_corpus(tmp_path_factory):
     """(corpus path, SentencePiece model path) of the seeded synthetic corpus."""
     import corpora
 
-    directory = tmp_path_factory.mktemp("synthetic")
-    corpus = corpora.write_synthetic_corpus(str(directory / "corpus.txt"))
-    return corpus, corpora.train_model(corpus, str(directory / "spm"), vocab_size=1200)
+    def build(directory):
+        corpora.train_model(corpora.write_synthetic_corpus(str(directory / "corpus.txt")),
+                            str(directory / "spm"), vocab_size=1200)
+
+    directory = built_once(tmp_path_factory, "synthetic", build)
+    return str(directory / "corpus.txt"), str(directory / "spm.model")
 
 
 @pytest.fixture(scope="session")
@@ -84,10 +108,12 @@ def demo_corpus(tmp_path_factory):
     import corpora
     from albert.datasets.demo_corpus import build_demo_corpus
 
-    directory = tmp_path_factory.mktemp("demo")
-    build_demo_corpus(str(directory))
-    model = corpora.train_model(str(directory / "train.txt"), str(directory / "spm"), vocab_size=4000)
-    return str(directory), model
+    def build(directory):
+        build_demo_corpus(str(directory))
+        corpora.train_model(str(directory / "train.txt"), str(directory / "spm"), vocab_size=4000)
+
+    directory = built_once(tmp_path_factory, "demo", build)
+    return str(directory), str(directory / "spm.model")
 
 
 @pytest.fixture(scope="session")
@@ -98,8 +124,41 @@ def synthetic_records(tmp_path_factory, synthetic_corpus):
     from albert.pretraining_data.creation import DataConfig, create_pretraining_data
 
     corpus, model = synthetic_corpus
-    directory = tmp_path_factory.mktemp("synthetic_records")
     config = DataConfig(instance=InstanceConfig(max_seq_length=64, masking=MaskingConfig(
         max_predictions_per_seq=10)), spm_model_file=model, dupe_factor=2)
-    create_pretraining_data(corpus, str(directory / "train.tfrecord@2"), config, show_progress=False)
+    directory = built_once(tmp_path_factory, "synthetic_records", lambda directory: (
+        create_pretraining_data(corpus, str(directory / "train.tfrecord@2"), config,
+                                show_progress=False)))
     return sorted(str(p) for p in directory.glob("train.tfrecord-*")), model
+
+
+# The modules that take longest (docs/testing.md's profile), longest first. Parallel workers
+# take whole modules in collection order (`--dist loadscope`); starting the long ones first
+# keeps one worker from being handed a long module when the others are nearly done.
+LONGEST_MODULES = [
+    "tests/test_finetuning_scripts.py", "tests/training/test_run_pretraining.py",
+    "tests/test_export_hub.py", "tests/training/test_preemption.py",
+    "tests/test_run_classifier.py", "tests/test_export_tflite.py", "tests/training/test_trainer.py",
+    "tests/test_run_squad.py", "tests/test_run_race.py", "tests/training/test_memory_features.py",
+    "tests/test_restarts.py", "tests/test_document_bootstrap.py",
+    "tests/pretraining_data/test_create_pretraining_data.py",
+    "tests/training/test_pretraining_learns.py", "tests/training/test_cluster_faults.py",
+    "tests/pretraining_data/test_pretraining_inputs.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: index for index, path in enumerate(LONGEST_MODULES)}
+
+    def module_rank(item):
+        path = os.path.relpath(str(item.path), REPO).replace(os.sep, "/")
+        return rank.get(path, len(rank))
+
+    items.sort(key=module_rank)   # stable: tests keep their order within a module
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pytest.ini): one worker more than there are cores, at most 4. Many tests
+    wait on processes they started, so a third worker keeps 2 cores busy; more workers than
+    that only compete for memory and cores."""
+    return min((os.cpu_count() or 1) + 1, 4)

@@ -290,6 +290,9 @@ def _endless_paper_reproduction(tmp_path, synthetic_corpus):
                  f"--output_dir={out}", "--glue_dir=none", "--num_train_steps=100000"]
 
 
+# slow: the default suite keeps every script's own Ctrl-C test; this one is the paper
+# runner's, which starts a training process of its own (two TensorFlow starts)
+@pytest.mark.slow
 def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_corpus):
     out, args = _endless_paper_reproduction(tmp_path, synthetic_corpus)
     status, stderr = _interrupt_when(
@@ -304,6 +307,8 @@ def test_ctrl_c_stops_a_paper_reproduction_with_one_line(tmp_path, synthetic_cor
                for line in lines[:-1]), stderr[-3000:]
 
 
+# slow: as above, for SIGTERM (the default suite keeps run_pretraining.py's own SIGTERM tests)
+@pytest.mark.slow
 def test_sigterm_to_a_paper_reproduction_reaches_its_step_which_saves_first(tmp_path,
                                                                           synthetic_corpus):
     """`kill <runner>` alone (not its process group): the runner passes it on to the training

@@ -67,8 +67,9 @@ def test_the_planner_command_prints_the_settings(repo_path):
     assert "micro-batch 32: --gradient_accumulation_steps=8" in result.stdout
 
 
-# The rematerialised case is slow: one measured check stays in the default suite.
-@pytest.mark.parametrize("rematerialize", [0, pytest.param(1, marks=pytest.mark.slow)])
+# Slow: two TensorFlow processes per case, each measuring a run (docs/testing.md).
+@pytest.mark.slow
+@pytest.mark.parametrize("rematerialize", [0, 1])
 def test_the_estimate_is_not_below_half_of_a_measured_run(rematerialize):
     """Peak memory per example of real steps (slope between two batch sizes) at a tiny shape.
 

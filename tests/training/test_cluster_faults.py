@@ -32,6 +32,8 @@ def _error_lines(stderr):
     return [line for line in stderr.splitlines() if line.startswith("ERROR:")]
 
 
+# slow: four worker processes; the default suite keeps two-worker training and SIGTERM
+@pytest.mark.slow
 def test_a_lost_worker_ends_the_survivor_and_the_relaunch_resumes(tmp_path, reference):
     config, files, expected = reference
     output_dir = tmp_path / "workers"

@@ -75,7 +75,9 @@ def _assert_resumes_like_the_reference(args, output_dir, expected, step, launch=
     assert step < STEPS
 
 
-@pytest.mark.parametrize("topology", [{}, {"strategy": "mirrored", "cpu_devices": 2}])
+# The mirrored topology is `slow`: the default suite keeps one device and two workers.
+@pytest.mark.parametrize("topology", [{}, pytest.param({"strategy": "mirrored", "cpu_devices": 2},
+                                                       marks=pytest.mark.slow)])
 def test_sigterm_saves_the_step_reached_and_the_same_command_resumes(tmp_path, reference,
                                                                     topology):
     config, files, expected = reference

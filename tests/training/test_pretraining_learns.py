@@ -57,6 +57,9 @@ def _tiny(vocab_size, **changes):
             "max_position_embeddings": SEQ, **changes}
 
 
+# Slow: a minute of training; the default suite keeps the fine-tuning scripts' learnability
+# checks and test_diagnostics.py's pretraining run that learns (docs/testing.md).
+@pytest.mark.slow
 def test_masked_lm_loss_falls_on_the_demo_corpus(tmp_path, demo_corpus):
     directory, model = demo_corpus
     train = _records(os.path.join(directory, "train.txt"), model, str(tmp_path / "train.tfrecord"), 2)
