@@ -1,10 +1,17 @@
 """Shared fixtures: tiny configs, random inputs, repository paths."""
 
 import dataclasses
+import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One thread per TensorFlow op in the tests and in the processes they start: parallel workers
+# already keep every core busy, and a tiny model's ops only pay for a thread pool's hand-offs
+# (tests/training/test_trainer.py: 62 s with one thread, 72-83 s with the default, one worker).
+# Inter-op threads stay as they are: collectives across devices need several.
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -166,3 +173,17 @@ def pytest_xdist_auto_num_workers(config):
     wait on processes they started, so a third worker keeps 2 cores busy; more workers than
     that only compete for memory and cores."""
     return min((os.cpu_count() or 1) + 1, 4)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ALBERT_TEST_TIMELINE=F, each test's worker, start and end are appended to F as JSON
+    lines: what every worker did when, to see which module ends a parallel run last."""
+    path = os.environ.get("ALBERT_TEST_TIMELINE")
+    start = time.time()
+    yield
+    if path:
+        row = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid,
+               "start": start, "end": time.time()}
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")

@@ -39,6 +39,16 @@ def write_synthetic_corpus(path, documents=400, seed=7):
     return path
 
 
+def first_documents(path, count, output_path):
+    """The first `count` documents of a corpus file (blank-line separated) written to
+    output_path; returns it. For checks of a property that a smaller corpus shows as well."""
+    with open(path, encoding="utf-8") as handle:
+        documents = handle.read().split("\n\n")
+    with open(output_path, "w", encoding="utf-8") as handle:
+        handle.write("\n\n".join(documents[:count]).rstrip("\n") + "\n")
+    return str(output_path)
+
+
 def train_model(input_path, prefix, vocab_size):
     from albert.tokenization.training import train_sentencepiece
 

@@ -120,6 +120,12 @@ def _fresh_process_state(argv, stderr, cwd):
     # absl defines --help, --helpshort, ... once per process: before the snapshot, so they stay.
     app.define_help_flags()
     saved_flags = _flag_registry(flags.FLAGS)
+    # A new process starts with every flag at its default. absl's --verbosity matters most:
+    # TensorFlow's SavedModel writer sets it (to silence itself, then back), after which it is
+    # no longer the default, and app.run raises only a default --verbosity to INFO; a script's
+    # absl INFO lines were then lost in every later run of the test process.
+    for flag in flags.FLAGS._flags().values():
+        flag.unparse()
     saved_argv, saved_cwd, saved_path = sys.argv, os.getcwd(), list(sys.path)
     # A script another one imports (run_squad_v1.py imports run_squad) defines its flags
     # when imported: it is imported anew in every run, as in a new process.

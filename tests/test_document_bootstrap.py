@@ -122,7 +122,10 @@ def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synt
     from albert.pretraining_data.masking import MaskingConfig
     from conftest import tiny_config
 
-    corpus, spm = synthetic_corpus
+    from corpora import first_documents
+
+    corpus = first_documents(synthetic_corpus[0], 100, tmp_path / "corpus-head.txt")
+    spm = synthetic_corpus[1]
     records = str(tmp_path / "heldout-sop.tfrecord")
     create_pretraining_data(corpus, records, DataConfig(
         instance=InstanceConfig(max_seq_length=32, masking=MaskingConfig(
@@ -144,7 +147,7 @@ def test_evaluate_reports_clustered_intervals_per_seed_and_pooled(tmp_path, synt
     pooled = [row["pooled"] for row in results if "pooled" in row]
     assert len(per_seed) == 2 and len(pooled) == 1
     for row in per_seed + pooled:
-        assert 300 < row["documents"] <= 400 and row["pairs"] > row["documents"]
+        assert 50 < row["documents"] <= 100 and row["pairs"] > row["documents"]
         low, high = row["margin_ci95"]
         assert low <= row["margin"] <= high and row["naive_standard_error"] > 0
     assert pooled[0]["seeds"] == 2
@@ -238,7 +241,11 @@ def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
     from albert.pretraining_data.masking import MaskingConfig
     from conftest import tiny_config
 
-    corpus, spm = synthetic_corpus
+    from corpora import first_documents
+
+    # 100 documents: every cell is evaluated 4 times, and the criteria need no more to run.
+    corpus = first_documents(synthetic_corpus[0], 100, tmp_path / "corpus-head.txt")
+    spm = synthetic_corpus[1]
     (tmp_path / "data").mkdir()
     for kind in ("nsp", "sop"):
         create_pretraining_data(corpus, str(tmp_path / "data" / f"heldout-{kind}.tfrecord"),
@@ -262,7 +269,7 @@ def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
     assert sorted(result["criteria"]) == list("abcdef")
     assert all(isinstance(entry["passes"], bool) for entry in result["criteria"].values())
     margins = result["margins"]["SOP model, NSP set"]
-    assert 300 < margins["documents"] <= 400 and margins["pairs"] > margins["documents"]
+    assert 50 < margins["documents"] <= 100 and margins["pairs"] > margins["documents"]
     # A set's own intervals are those `evaluate` reports for it (its own documents resampled).
     assert main(["evaluate", f"--albert_config_file={tmp_path / 'model' / 'albert_config.json'}",
                  f"--checkpoints={tmp_path / 'model' / 'model.ckpt-best'}",

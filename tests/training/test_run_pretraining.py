@@ -107,10 +107,16 @@ def test_every_topology_trains_like_one_device_with_dropout_on(tmp_path, synthet
         "model.ckpt-12.index", "model.ckpt-6.index"]
 
 
-def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, synthetic_records):
+# One device by default; on two mirrored devices each of the three runs is a process of its own
+# (a minute more), so that variant is in the slow tier.
+@pytest.mark.parametrize("devices", [
+    {"strategy": "one_device"},
+    pytest.param({"strategy": "mirrored", "cpu_devices": 2}, marks=pytest.mark.slow)])
+def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, synthetic_records,
+                                                             devices):
     files, _ = synthetic_records
     config = _config_file(tmp_path)
-    args = dict(num_train_steps=60, strategy="mirrored", cpu_devices=2)
+    args = dict(num_train_steps=60, **devices)
     reference = run_script(*_args(config, files, str(tmp_path / "reference"), **args))
     assert reference.returncode == 0, reference.stderr
 
