@@ -120,6 +120,26 @@ def run(main):
         app.run(guarded_main)
     except KeyboardInterrupt as interrupt:
         report_interrupt(interrupt)
+    except SystemExit as exit_request:
+        # absl ends a run that printed the help with status 1; asking for help is no failure.
+        if exit_request.code == 1 and asks_for_help(sys.argv[1:]):
+            sys.exit(0)
+        raise
+
+
+# absl's help flags (`-?` is --help's short name).
+_HELP_FLAGS = {"help", "?", "helpshort", "helpfull", "helpxml"}
+
+
+def asks_for_help(args) -> bool:
+    """Whether the command line asks for one of absl's help texts."""
+    for arg in args:
+        if arg == "--":
+            break
+        name, _, value = arg.lstrip("-").partition("=")
+        if arg.startswith("-") and name in _HELP_FLAGS and value.lower() not in ("false", "0"):
+            return True
+    return False
 
 
 # Files are written atomically, so a stop leaves complete files or none.

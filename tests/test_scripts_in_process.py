@@ -27,3 +27,14 @@ def test_a_scripts_info_lines_survive_a_verbosity_set_earlier_in_the_test_proces
         flags.FLAGS["verbosity"].unparse()
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Sentence-order label 1 fraction" in result.stderr
+
+
+def test_help_requests_are_told_from_other_arguments():
+    from albert.cli import asks_for_help
+
+    for args in (["--help"], ["-?"], ["--helpshort"], ["-helpfull"], ["--x=1", "--helpxml"],
+                 ["--help=true"]):
+        assert asks_for_help(args), args
+    for args in ([], ["--help=false"], ["--nohelp"], ["--", "--help"], ["--helper=1"],
+                 ["--task_name=help"]):
+        assert not asks_for_help(args), args

@@ -274,4 +274,5 @@ def test_help_keeps_the_examples_line_continuations():
     for script in ("run_pretraining.py", "create_pretraining_data.py", "convert_checkpoint.py"):
         result = run_script(script, "--helpshort")   # absl prints usage and exits
         assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 0, script   # absl's own status is 1: help is no failure
         assert " \\\n" in result.stdout, script
