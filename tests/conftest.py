@@ -139,35 +139,6 @@ def synthetic_records(tmp_path_factory, synthetic_corpus):
     return sorted(str(p) for p in directory.glob("train.tfrecord-*")), model
 
 
-# The modules that take longest (docs/testing.md's profile after), longest first. Parallel workers
-# take whole modules in collection order (`--dist loadscope`); starting the long ones first
-# keeps one worker from being handed a long module when the others are nearly done.
-LONGEST_MODULES = [
-    "tests/training/test_run_pretraining.py", "tests/test_export_hub.py",
-    "tests/test_finetuning_scripts.py", "tests/test_export_tflite.py",
-    "tests/training/test_memory_features.py", "tests/training/test_preemption.py",
-    "tests/test_run_classifier.py", "tests/training/test_trainer.py", "tests/test_restarts.py",
-    "tests/pretraining_data/test_create_pretraining_data.py", "tests/test_run_squad.py",
-    "tests/training/test_diagnostics.py", "tests/test_document_bootstrap.py",
-    "tests/training/test_evaluation.py", "tests/pretraining_data/test_pretraining_inputs.py",
-    "tests/training/test_pretraining_recipe.py", "tests/training/test_cluster_faults.py",
-    "tests/test_repository.py", "tests/finetuning_data/test_squad.py",
-    "tests/pretraining_data/test_global_shuffle.py", "tests/checkpoints/test_keras_hub.py",
-    "tests/test_run_race.py", "tests/pretraining_data/test_python_random.py",
-    "tests/test_degenerate_runs.py", "tests/training/test_device_step.py",
-]
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {path: index for index, path in enumerate(LONGEST_MODULES)}
-
-    def module_rank(item):
-        path = os.path.relpath(str(item.path), REPO).replace(os.sep, "/")
-        return rank.get(path, len(rank))
-
-    items.sort(key=module_rank)   # stable: tests keep their order within a module
-
-
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pytest.ini): one worker more than there are cores, at most 4. Many tests
     wait on processes they started, so a third worker keeps 2 cores busy; more workers than
