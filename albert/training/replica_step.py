@@ -1,8 +1,9 @@
 """The device half of the training loop: what runs inside `strategy.run` and XLA.
 
 Nothing here touches files, logs or the clock; `albert.training.loop` (the
-host half) calls `TrainSteps(num_steps)` once per host loop and reads back
-one value per step of each loss and of the learning rate.
+host half) calls the `train_steps(num_steps)` that `train_steps_function`
+builds once per host loop, and reads back one value per step of each loss and
+of the learning rate.
 
 One optimizer step on one replica:
 
