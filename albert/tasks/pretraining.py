@@ -175,6 +175,10 @@ class PretrainingTask(Task):
     def run_files(self):
         return {ALBERT_CONFIG_FILE: self.config.to_json_string()}
 
+    def data_order(self) -> dict:
+        # Masks drawn on the fly are part of what step s reads: a resume must draw them alike.
+        return {"dynamic_masking": DynamicMasking.version} if self.masked_lm_budget > 0 else {}
+
     def _dynamic_masking(self) -> Optional[DynamicMasking]:
         if self.masked_lm_budget <= 0:
             return None

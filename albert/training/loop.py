@@ -91,6 +91,11 @@ class Task(abc.ABC):
         """Files that describe the run (e.g. albert_config.json): {name: text}."""
         return {}
 
+    def data_order(self) -> dict:
+        """The task's settings that fix what step `s` reads, kept beside the trainer's
+        (`TrainerConfig.data_order`) in the run's DATA_ORDER_FILE."""
+        return {}
+
     @abc.abstractmethod
     def loss_normalizers(self, features) -> Dict[str, tf.Tensor]:
         """Local denominators of the losses; the loop sums them across replicas."""
@@ -260,7 +265,8 @@ class Trainer:
             self._check_workers_share_output_dir(step)
         run_files = dict(self.task.run_files())
         if training:
-            run_files[DATA_ORDER_FILE] = io.json_text(self.config.data_order())
+            run_files[DATA_ORDER_FILE] = io.json_text({**self.config.data_order(),
+                                                       **self.task.data_order()})
         self.directory.check_run_files(run_files)
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)

@@ -40,3 +40,30 @@ def fills_budget(record, masked_lm_prob, max_predictions_per_seq):
     count = int((record["masked_lm_weights"] > 0).sum())
     assert count <= budget
     return count == budget
+
+
+MASK_FEATURES = ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+def redraw(dynamic, records, positions, batch_size=512):
+    """The records with masks drawn by `dynamic` (albert.pretraining_data.inputs.DynamicMasking)
+    as the input pipeline draws them, record i at stream position positions[i]."""
+    names = MASK_FEATURES + ("input_mask", "token_boundary")
+    redrawn = []
+    for start in range(0, len(records), batch_size):
+        rows = records[start:start + batch_size]
+        features = {name: tf.constant(np.stack([r[name] for r in rows]).astype(
+            np.float32 if name == "masked_lm_weights" else np.int32)) for name in names}
+        drawn = dynamic(features, tf.constant(positions[start:start + batch_size], tf.int64))
+        for row, record in enumerate(rows):
+            redrawn.append(dict(record, **{name: drawn[name][row].numpy()
+                                           for name in MASK_FEATURES}))
+    return redrawn
+
+
+def original_ids(record):
+    """The record's token ids before its masks (the stored labels put back)."""
+    ids = record["input_ids"].copy()
+    real = record["masked_lm_weights"] > 0
+    ids[record["masked_lm_positions"][real]] = record["masked_lm_ids"][real]
+    return ids

@@ -11,7 +11,7 @@ from albert.pretraining_data.masking import MaskingConfig
 from albert.pretraining_data.creation import DataConfig, create_pretraining_data, expand_output_files
 from albert.errors import InputError
 from albert.tokenization import SentencePieceTokenizer
-from pretraining_records import fills_budget, read_records, replacement_counts
+from pretraining_records import fills_budget, read_records, redraw, replacement_counts
 from scripts import assert_clean_failure, run_script
 
 SEQ, PREDICTIONS = 64, 10
@@ -268,12 +268,6 @@ def test_span_lengths_in_the_written_records_follow_one_over_n(tmp_path):
     # Dynamic masking (--masked_lm_budget) draws spans from the same distribution.
     dynamic = DynamicMasking(MaskingConfig(masked_lm_prob=0.15, max_predictions_per_seq=40),
                              MaskingVocabulary(905, mask_id=4, cls_id=2, sep_id=3), seed=3)
-    remasked = []
-    for position, record in enumerate(records):
-        ids, positions, labels, weights = dynamic.remask(
-            position, *(record[k] for k in ("input_ids", "input_mask", "token_boundary",
-                                            "masked_lm_positions", "masked_lm_ids",
-                                            "masked_lm_weights")))
-        remasked.append({"masked_lm_positions": positions, "masked_lm_weights": weights})
+    remasked = redraw(dynamic, records, list(range(len(records))))
     dynamic_shares = _span_length_shares(remasked)
     assert dynamic_shares[:3] == pytest.approx(expected, abs=0.015) and dynamic_shares[3] < 0.02

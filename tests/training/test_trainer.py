@@ -27,10 +27,12 @@ class Killed(BaseException):
     """Stands for the process dying at a chosen point."""
 
 
-def _trainer(files, output_dir, steps=30, every=10, eval_files=None, **config):
+def _trainer(files, output_dir, steps=30, every=10, eval_files=None, masked_lm_budget=0.0,
+             **config):
     contract = load_data_contract(files)
     task = PretrainingTask(config=AlbertConfig(**TINY), train_data=contract,
-                           eval_data=load_data_contract(eval_files) if eval_files else None)
+                           eval_data=load_data_contract(eval_files) if eval_files else None,
+                           masked_lm_budget=masked_lm_budget)
     task.check_inputs()
     return Trainer(
         task, tf.distribute.OneDeviceStrategy("/cpu:0"),
@@ -186,6 +188,27 @@ def test_a_resumed_run_must_read_on_in_the_same_order(tmp_path, synthetic_record
     os.remove(order_file)
     _trainer(files, output_dir, steps=20, random_seed=7).train()
     assert json.load(open(order_file))["random_seed"] == 7
+
+
+def test_a_run_with_dynamic_masks_resumes_only_with_masks_drawn_alike(tmp_path,
+                                                                      synthetic_records):
+    from albert.errors import InputError
+    from albert.pretraining_data.masking_ops import MASKING_VERSION
+
+    files, _ = synthetic_records
+    output_dir = str(tmp_path / "run")
+    _trainer(files, output_dir, steps=4, every=4, masked_lm_budget=0.15).train()
+    order_file = os.path.join(output_dir, "data_order.json")
+    order = json.load(open(order_file))
+    assert order["dynamic_masking"] == MASKING_VERSION
+    # A run begun before the masks were drawn this way recorded no version.
+    del order["dynamic_masking"]
+    io.write_text_atomically(order_file, json.dumps(order))
+    before = _snapshot(output_dir)
+    with pytest.raises(InputError, match=r"another data_order.json \(dynamic_masking: None "
+                                         rf"there, '{MASKING_VERSION}' here\)"):
+        _trainer(files, output_dir, steps=8, every=4, masked_lm_budget=0.15).train()
+    assert _snapshot(output_dir) == before
 
 
 def test_a_second_run_on_the_same_directory_is_refused(tmp_path, synthetic_records):
