@@ -30,7 +30,6 @@ the rest, the same way for every task:
 import abc
 import dataclasses
 import logging
-import math
 import time
 import re
 from typing import Dict, Optional
@@ -48,11 +47,12 @@ from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.diagnostics import Diagnostics
 from albert.training.distribute import worker_info
 from albert.training.evaluation import MetricSumsEvaluation
+from albert.training.host_actions import (CheckpointSchedule, Findings, ProgressDisplay,
+                                          StepLog, StopAgreement, first_non_finite, step_records)
 from albert.training.inputs import TaskInput, distributed_training_dataset
 from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
-from albert.training.replica_step import (agreement_function, replica_values,
-                                          train_steps_function)
+from albert.training.replica_step import replica_values, train_steps_function
 from albert.training.run_directory import DATA_ORDER_FILE, RunDirectory
 
 logger = logging.getLogger("albert")
@@ -347,57 +347,29 @@ class Trainer:
 
     def _train_steps(self, step, model, optimizer, do_eval, train_steps, task_input, diagnostics,
                      progress):
+        """The host loop: device steps, their records to the sinks, the checkpoint schedule."""
         config = self.config
-        # SIGTERM on any worker stops every worker at the same step.
+        schedule = CheckpointSchedule(config.save_checkpoints_steps, config.num_train_steps)
+        sinks = self._sinks(diagnostics, progress)
         interrupts.handle_termination_again()
-        stop_agreement = (agreement_function(self.strategy) if self.worker.count > 1
-                          else bool)
+        agree_to_stop = StopAgreement(self.strategy, self.worker.count)
         last_eval = None
         while step < config.num_train_steps:
-            next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-            count = min(config.steps_per_loop, next_save - step, config.num_train_steps - step)
-            start = time.time()
-            with _run_errors(step, task_input):
-                # The one read of the device per host loop: every step's losses
-                # and learning rate, gathered on the device.
-                values = {name: value.numpy().tolist()
-                          for name, value in train_steps(tf.constant(count)).items()}
-            seconds = time.time() - start
-            losses = {name: values[name] for name in self.task.loss_names}
-            records = [dict({name: column[offset] for name, column in values.items()},
-                            step=step + offset + 1,
-                            examples_per_second=config.train_batch_size * count / seconds)
-                       for offset in range(count)]
-            bad = [r for r in records if not all(math.isfinite(r[k]) for k in losses)]
-            if bad:
-                self.directory.log_steps(records[:records.index(bad[0])])
-                raise TrainingDivergedError(
-                    f"The loss became {bad[0]['loss']} at step {bad[0]['step']}; stopping. The last "
-                    f"checkpoint ({self.checkpoints.latest_step() or 'none'}) is kept. Lower "
-                    "--learning_rate, or check the input data")
-            if diagnostics is not None:
-                findings = diagnostics.observe_steps(records)
-                self.directory.record_findings([finding.as_dict() for finding in findings])
-            self.directory.log_steps(records)
+            count = schedule.steps_in_next_call(step, config.steps_per_loop)
+            records = self._device_steps(train_steps, step, count, task_input)
+            self._stop_if_diverged(records)
+            for sink in sinks:
+                sink.write(records)
             step += count
             self._step = step
             interrupts.raise_if_requested()
-            if progress is not None:
-                progress.set_postfix(loss=f"{records[-1]['loss']:.4f}",
-                                     lr=f"{records[-1]['learning_rate']:.2e}", refresh=False)
-                progress.update(count)
             # The agreement and the save are collectives too: a peer lost
             # during them ends this worker with the same one line.
             with _run_errors(step, task_input):
-                preempted = stop_agreement(interrupts.termination_requested())
-                saving = (preempted or step % config.save_checkpoints_steps == 0
-                          or step == config.num_train_steps)
+                preempted = agree_to_stop()
+                saving = schedule.saves_at(step, preempted)
                 if saving:
-                    global_step = int(optimizer.iterations.numpy())
-                    if global_step != step:
-                        raise RuntimeError(f"global_step {global_step} != loop step {step}")
-                    self.checkpoints.save(step, model, optimizer)
-                    self.directory.flush_logs()
+                    self._save(step, model, optimizer)
             if saving:
                 # A preempted run has seconds left: its checkpoint is evaluated
                 # when the same command resumes (every checkpoint is, once).
@@ -408,6 +380,43 @@ class Trainer:
                 raise RunPreempted(f"SIGTERM at step {step}: saved {self.checkpoints.prefix(step)}"
                                    "; the same command resumes from it")
         return last_eval
+
+    def _sinks(self, diagnostics, progress) -> list:
+        """Where each step's record goes, in this order (see albert.training.host_actions)."""
+        sinks = [] if diagnostics is None else [Findings(diagnostics, self.directory)]
+        sinks.append(StepLog(self.directory))
+        if progress is not None:
+            sinks.append(ProgressDisplay(progress))
+        return sinks
+
+    def _device_steps(self, train_steps, step: int, count: int, task_input) -> list:
+        """Runs `count` steps on the device; their records, read in one go."""
+        start = time.time()
+        with _run_errors(step, task_input):
+            # The one read of the device per host loop: every step's losses
+            # and learning rate, gathered on the device.
+            values = {name: value.numpy().tolist()
+                      for name, value in train_steps(tf.constant(count)).items()}
+        return step_records(values, step, count, time.time() - start,
+                            self.config.train_batch_size)
+
+    def _stop_if_diverged(self, records) -> None:
+        """A NaN or infinite loss: logs the steps before it, then stops the run."""
+        bad = first_non_finite(records, self.task.loss_names)
+        if bad is None:
+            return
+        self.directory.log_steps(records[:bad])
+        raise TrainingDivergedError(
+            f"The loss became {records[bad]['loss']} at step {records[bad]['step']}; stopping. "
+            f"The last checkpoint ({self.checkpoints.latest_step() or 'none'}) is kept. Lower "
+            "--learning_rate, or check the input data")
+
+    def _save(self, step: int, model, optimizer) -> None:
+        global_step = int(optimizer.iterations.numpy())
+        if global_step != step:
+            raise RuntimeError(f"global_step {global_step} != loop step {step}")
+        self.checkpoints.save(step, model, optimizer)
+        self.directory.flush_logs()
 
     def _unevaluated(self):
         done = set(self.directory.evaluated_steps())
