@@ -37,12 +37,9 @@ from albert.errors import InputError
 from albert.pretraining_data.schema import expand_record_patterns, load_data_contract
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
-from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
+from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
+from albert.training.loop import MIXED_PRECISION
 from albert.training.inputs import shard_sources
-from albert.training.optimization import create_optimizer
-
-# Imported after `albert`, which quiets TensorFlow's C++ start-up lines before TensorFlow loads.
-import keras  # noqa: E402
 
 # --- the original's flags ---
 flags.DEFINE_string("albert_config_file", None,
@@ -182,31 +179,21 @@ def main(argv):
     task.check_inputs()  # bad input fails here, before anything is written
     shard_sources(task.train_input().source, FLAGS.input_shards)
 
-    keras.utils.set_random_seed(FLAGS.random_seed)
-    steps_per_loop, jit_compile = distribute.loop_settings(
-        strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
-    too_large = memory.fit_warning(
-        config, lengths["max_seq_length"], lengths["max_predictions_per_seq"],
-        FLAGS.train_batch_size, strategy, FLAGS.gradient_accumulation_steps, FLAGS.rematerialize,
-        FLAGS.mixed_precision)
-    if too_large:
-        logging.warning(too_large)
-    trainer = Trainer(
-        task, strategy,
-        TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
-                      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-                      keep_checkpoint_max=FLAGS.keep_checkpoint_max, steps_per_loop=steps_per_loop,
-                      max_eval_steps=FLAGS.max_eval_steps, jit_compile=jit_compile,
-                      mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
-                      random_seed=FLAGS.random_seed, shuffle_buffer_size=FLAGS.shuffle_buffer_size,
-                      input_shards=FLAGS.input_shards,
-                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-                      rematerialize=FLAGS.rematerialize),
-        make_optimizer=lambda names: create_optimizer(
-            FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
-            FLAGS.start_warmup_step, FLAGS.poly_power, variable_names=names),
-        variable_names=variable_names_for)
+    trainer = build_trainer(task, strategy, RunSettings(
+        output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max, max_eval_steps=FLAGS.max_eval_steps,
+        optimizer=OptimizerSettings(FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps,
+                                    FLAGS.num_warmup_steps, FLAGS.start_warmup_step,
+                                    FLAGS.poly_power),
+        steps_per_loop=FLAGS.steps_per_loop, iterations_per_loop=FLAGS.iterations_per_loop,
+        jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+        show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
+        shuffle_buffer_size=FLAGS.shuffle_buffer_size, input_shards=FLAGS.input_shards,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        rematerialize=FLAGS.rematerialize),
+        lengths["max_seq_length"], lengths["max_predictions_per_seq"])
 
     logging.info("TensorBoard logs: tensorboard --logdir=%s",
                  io.join(FLAGS.output_dir, "tensorboard"))

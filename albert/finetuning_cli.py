@@ -9,7 +9,6 @@ prediction weights the same way.
 import dataclasses
 from typing import Optional, Tuple
 
-import keras
 from absl import flags, logging
 
 from albert import cli, io, memory, restarts, tokenization
@@ -18,8 +17,8 @@ from albert.checkpoints.keras_hub_preset import preset_tokenizer
 from albert.errors import CheckpointMismatchError, InputError
 from albert.training import distribute
 from albert.training.checkpointing import TrainingCheckpoints
-from albert.training.loop import MIXED_PRECISION, Trainer, TrainerConfig, variable_names_for
-from albert.training.optimization import create_optimizer
+from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
+from albert.training.loop import MIXED_PRECISION
 from albert.training.run_directory import EVAL_JSON, EVAL_TXT, RunDirectory
 
 FLAGS = flags.FLAGS
@@ -225,31 +224,20 @@ def prediction_weights(output_dir: str, init_checkpoint: Optional[str], config, 
 def make_trainer(task, strategy, *, output_dir: str, train_step: int,
                  warmup_step: int, learning_rate: float, optimizer: str, train_batch_size: int,
                  eval_batch_size: int, save_checkpoints_steps: int, keep_checkpoint_max: int):
-    """The one training loop, configured from the script's flags."""
-    keras.utils.set_random_seed(FLAGS.random_seed)
-    steps_per_loop, jit_compile = distribute.loop_settings(
-        strategy, FLAGS.steps_per_loop, FLAGS.iterations_per_loop, FLAGS.jit_compile)
-    too_large = memory.fit_warning(
-        task.config, task.max_seq_length, 0, train_batch_size, strategy,
-        FLAGS.gradient_accumulation_steps, FLAGS.rematerialize, FLAGS.mixed_precision,
-        getattr(task, "num_choices", None) or 1)
-    if too_large:
-        logging.warning(too_large)
-    return Trainer(
-        task, strategy,
-        TrainerConfig(output_dir=output_dir, num_train_steps=train_step,
-                      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
-                      save_checkpoints_steps=save_checkpoints_steps,
-                      keep_checkpoint_max=keep_checkpoint_max, steps_per_loop=steps_per_loop,
-                      jit_compile=jit_compile, mixed_precision=FLAGS.mixed_precision,
-                      show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
-                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0,
-                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-                      rematerialize=FLAGS.rematerialize),
-        make_optimizer=lambda names: create_optimizer(
-            optimizer, learning_rate, train_step, warmup_step, variable_names=names,
-            bias_correction=FLAGS.adam_bias_correction),
-        variable_names=variable_names_for)
+    """The one training loop (`albert.run_builder`), configured from the script's flags."""
+    return build_trainer(task, strategy, RunSettings(
+        output_dir=output_dir, num_train_steps=train_step, train_batch_size=train_batch_size,
+        eval_batch_size=eval_batch_size, save_checkpoints_steps=save_checkpoints_steps,
+        keep_checkpoint_max=keep_checkpoint_max,
+        optimizer=OptimizerSettings(optimizer, learning_rate, train_step, warmup_step,
+                                    bias_correction=FLAGS.adam_bias_correction),
+        steps_per_loop=FLAGS.steps_per_loop, iterations_per_loop=FLAGS.iterations_per_loop,
+        jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
+        show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
+        bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        rematerialize=FLAGS.rematerialize),
+        task.max_seq_length, sequences_per_example=getattr(task, "num_choices", None) or 1)
 
 
 def train_and_evaluate(trainer, do_train: bool, do_eval: bool) -> Optional[dict]:

@@ -25,6 +25,7 @@ LAYERS = [
     {"checkpoints"},
     {"training"},
     {"tasks", "squad", "memory"},
+    {"run_builder"},
     {"export", "finetuning_cli"},
     {"paper", "demo"},
     # `python -m albert.run_classifier` etc.: the original's documented commands, which run

@@ -1,0 +1,95 @@
+"""One way to build a training run from plain settings, for every script.
+
+`run_pretraining.py` and the fine-tuning scripts (through `albert.finetuning_cli`)
+turn their flags into a `RunSettings`; `build_trainer` does the rest the same
+way for all of them: the run's random seed, the host-loop settings for the
+strategy's devices, the warning when the batch will not fit them by the memory
+estimate (`albert.memory`), the `TrainerConfig` and the optimizer factory.
+Nothing here reads flags.
+"""
+
+import dataclasses
+import logging
+from typing import Optional
+
+import keras
+
+from albert import memory
+from albert.training import distribute
+from albert.training.loop import Trainer, TrainerConfig, variable_names_for
+from albert.training.optimization import create_optimizer
+
+logger = logging.getLogger("albert")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerSettings:
+    """The original's optimizer flags; called with the model's variable names it makes the
+    optimizer (`Trainer`'s `make_optimizer`)."""
+
+    name: str                 # "lamb" or "adamw"
+    learning_rate: float
+    num_train_steps: int
+    num_warmup_steps: int
+    start_warmup_step: int = 0
+    poly_power: float = 1.0
+    bias_correction: bool = False  # Adam's bias correction (not the original's)
+
+    def __call__(self, variable_names):
+        return create_optimizer(self.name, self.learning_rate, self.num_train_steps,
+                                self.num_warmup_steps, self.start_warmup_step, self.poly_power,
+                                variable_names=variable_names,
+                                bias_correction=self.bias_correction)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What a training run's flags say, whatever the script."""
+
+    output_dir: str
+    num_train_steps: int
+    train_batch_size: int
+    eval_batch_size: int
+    save_checkpoints_steps: int
+    keep_checkpoint_max: int
+    optimizer: OptimizerSettings
+    max_eval_steps: int = 100
+    steps_per_loop: Optional[int] = None   # None: by the devices (distribute.loop_settings)
+    iterations_per_loop: int = 1000        # the original's TPU flag
+    jit_compile: Optional[bool] = None     # None: by the devices
+    mixed_precision: str = "none"
+    show_progress: bool = True
+    random_seed: int = 12345
+    shuffle_buffer_size: int = 100
+    input_shards: int = 1
+    bucket_window: int = 0
+    gradient_accumulation_steps: int = 1
+    rematerialize: bool = False
+
+
+def build_trainer(task, strategy, settings: RunSettings, seq_length: int, predictions: int = 0,
+                  sequences_per_example: int = 1) -> Trainer:
+    """The `Trainer` of `task` on `strategy`. `seq_length`, `predictions` (masked-LM slots
+    per sequence) and `sequences_per_example` (RACE's choices) size the memory estimate."""
+    keras.utils.set_random_seed(settings.random_seed)
+    steps_per_loop, jit_compile = distribute.loop_settings(
+        strategy, settings.steps_per_loop, settings.iterations_per_loop, settings.jit_compile)
+    too_large = memory.fit_warning(
+        task.config, seq_length, predictions, settings.train_batch_size, strategy,
+        settings.gradient_accumulation_steps, settings.rematerialize, settings.mixed_precision,
+        sequences_per_example)
+    if too_large:
+        logger.warning(too_large)
+    config = TrainerConfig(
+        output_dir=settings.output_dir, num_train_steps=settings.num_train_steps,
+        train_batch_size=settings.train_batch_size, eval_batch_size=settings.eval_batch_size,
+        save_checkpoints_steps=settings.save_checkpoints_steps,
+        keep_checkpoint_max=settings.keep_checkpoint_max, steps_per_loop=steps_per_loop,
+        max_eval_steps=settings.max_eval_steps, jit_compile=jit_compile,
+        mixed_precision=settings.mixed_precision, show_progress=settings.show_progress,
+        random_seed=settings.random_seed, shuffle_buffer_size=settings.shuffle_buffer_size,
+        input_shards=settings.input_shards, bucket_window=settings.bucket_window,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
+        rematerialize=settings.rematerialize)
+    return Trainer(task, strategy, config, make_optimizer=settings.optimizer,
+                   variable_names=variable_names_for)
