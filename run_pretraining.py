@@ -38,7 +38,7 @@ from albert.pretraining_data.schema import expand_record_patterns, load_data_con
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
-from albert.training.loop import MIXED_PRECISION
+from albert.training.loop import MIXED_PRECISION, TrainerConfig
 from albert.training.inputs import shard_sources
 
 # --- the original's flags ---
@@ -180,19 +180,20 @@ def main(argv):
     shard_sources(task.train_input().source, FLAGS.input_shards)
 
     trainer = build_trainer(task, strategy, RunSettings(
-        output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
-        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max, max_eval_steps=FLAGS.max_eval_steps,
-        optimizer=OptimizerSettings(FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps,
-                                    FLAGS.num_warmup_steps, FLAGS.start_warmup_step,
-                                    FLAGS.poly_power),
+        TrainerConfig(output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
+                      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+                      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                      keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+                      max_eval_steps=FLAGS.max_eval_steps, mixed_precision=FLAGS.mixed_precision,
+                      show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
+                      shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+                      input_shards=FLAGS.input_shards,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+                      rematerialize=FLAGS.rematerialize),
+        OptimizerSettings(FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps,
+                          FLAGS.num_warmup_steps, FLAGS.start_warmup_step, FLAGS.poly_power),
         steps_per_loop=FLAGS.steps_per_loop, iterations_per_loop=FLAGS.iterations_per_loop,
-        jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
-        show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
-        shuffle_buffer_size=FLAGS.shuffle_buffer_size, input_shards=FLAGS.input_shards,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        rematerialize=FLAGS.rematerialize),
+        jit_compile=FLAGS.jit_compile),
         lengths["max_seq_length"], lengths["max_predictions_per_seq"])
 
     logging.info("TensorBoard logs: tensorboard --logdir=%s",

@@ -18,7 +18,7 @@ from albert.errors import CheckpointMismatchError, InputError
 from albert.training import distribute
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
-from albert.training.loop import MIXED_PRECISION
+from albert.training.loop import MIXED_PRECISION, TrainerConfig
 from albert.training.run_directory import EVAL_JSON, EVAL_TXT, RunDirectory
 
 FLAGS = flags.FLAGS
@@ -226,17 +226,19 @@ def make_trainer(task, strategy, *, output_dir: str, train_step: int,
                  eval_batch_size: int, save_checkpoints_steps: int, keep_checkpoint_max: int):
     """The one training loop (`albert.run_builder`), configured from the script's flags."""
     return build_trainer(task, strategy, RunSettings(
-        output_dir=output_dir, num_train_steps=train_step, train_batch_size=train_batch_size,
-        eval_batch_size=eval_batch_size, save_checkpoints_steps=save_checkpoints_steps,
-        keep_checkpoint_max=keep_checkpoint_max,
-        optimizer=OptimizerSettings(optimizer, learning_rate, train_step, warmup_step,
-                                    bias_correction=FLAGS.adam_bias_correction),
+        TrainerConfig(output_dir=output_dir, num_train_steps=train_step,
+                      train_batch_size=train_batch_size, eval_batch_size=eval_batch_size,
+                      save_checkpoints_steps=save_checkpoints_steps,
+                      keep_checkpoint_max=keep_checkpoint_max,
+                      mixed_precision=FLAGS.mixed_precision, show_progress=FLAGS.progress,
+                      random_seed=FLAGS.random_seed,
+                      bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0,
+                      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+                      rematerialize=FLAGS.rematerialize),
+        OptimizerSettings(optimizer, learning_rate, train_step, warmup_step,
+                          bias_correction=FLAGS.adam_bias_correction),
         steps_per_loop=FLAGS.steps_per_loop, iterations_per_loop=FLAGS.iterations_per_loop,
-        jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision,
-        show_progress=FLAGS.progress, random_seed=FLAGS.random_seed,
-        bucket_window=BUCKET_WINDOW if FLAGS.bucket_by_length else 0,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        rematerialize=FLAGS.rematerialize),
+        jit_compile=FLAGS.jit_compile),
         task.max_seq_length, sequences_per_example=getattr(task, "num_choices", None) or 1)
 
 

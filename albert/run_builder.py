@@ -44,52 +44,31 @@ class OptimizerSettings:
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-    """What a training run's flags say, whatever the script."""
+    """What a training run's flags say, whatever the script. The host-loop settings are the
+    flags' (None: chosen for the devices by `distribute.loop_settings`); `build_trainer`
+    puts the resolved ones into the trainer's configuration."""
 
-    output_dir: str
-    num_train_steps: int
-    train_batch_size: int
-    eval_batch_size: int
-    save_checkpoints_steps: int
-    keep_checkpoint_max: int
+    trainer: TrainerConfig
     optimizer: OptimizerSettings
-    max_eval_steps: int = 100
-    steps_per_loop: Optional[int] = None   # None: by the devices (distribute.loop_settings)
+    steps_per_loop: Optional[int] = None
     iterations_per_loop: int = 1000        # the original's TPU flag
-    jit_compile: Optional[bool] = None     # None: by the devices
-    mixed_precision: str = "none"
-    show_progress: bool = True
-    random_seed: int = 12345
-    shuffle_buffer_size: int = 100
-    input_shards: int = 1
-    bucket_window: int = 0
-    gradient_accumulation_steps: int = 1
-    rematerialize: bool = False
+    jit_compile: Optional[bool] = None
 
 
 def build_trainer(task, strategy, settings: RunSettings, seq_length: int, predictions: int = 0,
                   sequences_per_example: int = 1) -> Trainer:
     """The `Trainer` of `task` on `strategy`. `seq_length`, `predictions` (masked-LM slots
     per sequence) and `sequences_per_example` (RACE's choices) size the memory estimate."""
-    keras.utils.set_random_seed(settings.random_seed)
     steps_per_loop, jit_compile = distribute.loop_settings(
         strategy, settings.steps_per_loop, settings.iterations_per_loop, settings.jit_compile)
+    config = dataclasses.replace(settings.trainer, steps_per_loop=steps_per_loop,
+                                 jit_compile=jit_compile)
+    keras.utils.set_random_seed(config.random_seed)
     too_large = memory.fit_warning(
-        task.config, seq_length, predictions, settings.train_batch_size, strategy,
-        settings.gradient_accumulation_steps, settings.rematerialize, settings.mixed_precision,
+        task.config, seq_length, predictions, config.train_batch_size, strategy,
+        config.gradient_accumulation_steps, config.rematerialize, config.mixed_precision,
         sequences_per_example)
     if too_large:
         logger.warning(too_large)
-    config = TrainerConfig(
-        output_dir=settings.output_dir, num_train_steps=settings.num_train_steps,
-        train_batch_size=settings.train_batch_size, eval_batch_size=settings.eval_batch_size,
-        save_checkpoints_steps=settings.save_checkpoints_steps,
-        keep_checkpoint_max=settings.keep_checkpoint_max, steps_per_loop=steps_per_loop,
-        max_eval_steps=settings.max_eval_steps, jit_compile=jit_compile,
-        mixed_precision=settings.mixed_precision, show_progress=settings.show_progress,
-        random_seed=settings.random_seed, shuffle_buffer_size=settings.shuffle_buffer_size,
-        input_shards=settings.input_shards, bucket_window=settings.bucket_window,
-        gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        rematerialize=settings.rematerialize)
     return Trainer(task, strategy, config, make_optimizer=settings.optimizer,
                    variable_names=variable_names_for)
