@@ -177,6 +177,25 @@ def worker_records(task_input: TaskInput, plan: InputPlan, global_batch_size: in
                                                  records[begin:begin + share]))
 
 
+def check_global_batch(global_batch_size: int, replicas: int, input_shards: int = 1,
+                       accumulation_steps: int = 1) -> None:
+    """The one check of a global batch: it splits into equal replica batches, shard chunks
+    and micro-batches (`InputError` naming the flags otherwise)."""
+    if global_batch_size < 1:
+        raise InputError(f"--train_batch_size must be at least 1, got {global_batch_size}")
+    if global_batch_size % replicas:
+        raise InputError(f"--train_batch_size={global_batch_size} is not a multiple of the "
+                         f"{replicas} replicas")
+    if global_batch_size % input_shards:
+        raise InputError(f"--train_batch_size={global_batch_size} is not a multiple of "
+                         f"--input_shards={input_shards}")
+    if accumulation_steps >= 1 and (global_batch_size // replicas) % accumulation_steps:
+        raise InputError(
+            f"--train_batch_size={global_batch_size} does not split into "
+            f"{replicas} replica(s) x --gradient_accumulation_steps={accumulation_steps} "
+            "equal micro-batches")
+
+
 def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_size: int,
                                  seed: int, start_step: int, shuffle_window: int = 100,
                                  cycle_length: int = CYCLE_LENGTH, bucket_window: int = 0,
@@ -196,14 +215,7 @@ def distributed_training_dataset(strategy, task_input: TaskInput, global_batch_s
     if bucket_window > 0 and input_shards > 1:
         raise InputError("--bucket_by_length reads the records as one stream: --input_shards "
                          "must be 1")
-    if global_batch_size < 1:
-        raise InputError(f"--train_batch_size must be at least 1, got {global_batch_size}")
-    if global_batch_size % replicas:
-        raise InputError(f"--train_batch_size={global_batch_size} is not a multiple of the "
-                         f"{replicas} replicas")
-    if global_batch_size % input_shards:
-        raise InputError(f"--train_batch_size={global_batch_size} is not a multiple of "
-                         f"--input_shards={input_shards}")
+    check_global_batch(global_batch_size, replicas, input_shards)
     shard_sources(task_input.source, input_shards)  # the file count is checked before any graph
     if workers > 1 and input_shards % workers:
         logger.warning("Every one of the %d workers reads all the training records and keeps its "

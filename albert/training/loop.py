@@ -49,7 +49,8 @@ from albert.training.distribute import worker_info
 from albert.training.evaluation import MetricSumsEvaluation
 from albert.training.host_actions import (CheckpointSchedule, Findings, ProgressDisplay,
                                           StepLog, StopAgreement, first_non_finite, step_records)
-from albert.training.inputs import TaskInput, distributed_training_dataset
+from albert.training.inputs import (TaskInput, check_global_batch,
+                                    distributed_training_dataset)
 from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
 from albert.training.replica_step import replica_values, train_steps_function
@@ -179,9 +180,6 @@ class TrainerConfig:
         for name, value in positive.items():
             if value < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
-        if self.train_batch_size % self.input_shards:
-            raise InputError(f"--train_batch_size={self.train_batch_size} is not a multiple of "
-                             f"--input_shards={self.input_shards}")
         if self.num_train_steps < 0:
             raise InputError(f"--num_train_steps must not be negative, got {self.num_train_steps}")
 
@@ -209,16 +207,8 @@ class Trainer:
 
     def __init__(self, task: Task, strategy, config: TrainerConfig, make_optimizer, variable_names):
         config.validate()
-        replicas = strategy.num_replicas_in_sync
-        if config.train_batch_size % replicas:
-            raise InputError(f"--train_batch_size={config.train_batch_size} is not a multiple of "
-                             f"the {replicas} replicas")
-        micro_batches = config.gradient_accumulation_steps
-        if (config.train_batch_size // replicas) % micro_batches:
-            raise InputError(
-                f"--train_batch_size={config.train_batch_size} does not split into "
-                f"{replicas} replica(s) x --gradient_accumulation_steps={micro_batches} "
-                "equal micro-batches")
+        check_global_batch(config.train_batch_size, strategy.num_replicas_in_sync,
+                           config.input_shards, config.gradient_accumulation_steps)
         self.task = task
         self.strategy = strategy
         self.config = config

@@ -1,13 +1,15 @@
 """What each worker reads: with --input_shards a multiple of the workers, only its own files."""
 
 import collections
+import re
 
 import pytest
 import tensorflow as tf
 
 from albert.errors import InputError
 from albert.records.streams import RecordSource, training_records
-from albert.training.inputs import InputPlan, TaskInput, shard_sources, worker_records
+from albert.training.inputs import (InputPlan, TaskInput, check_global_batch, shard_sources,
+                                    worker_records)
 
 BATCH = 8
 STEPS = 6
@@ -89,3 +91,15 @@ def test_a_resumed_sharded_stream_continues_exactly(source):
 def test_more_shards_than_files_are_refused(source):
     with pytest.raises(InputError, match="input_shards=3 needs at least as many input files"):
         shard_sources(source, 3)
+
+
+@pytest.mark.parametrize("batch, replicas, shards, micro_batches, message", [
+    (0, 1, 1, 1, "--train_batch_size must be at least 1, got 0"),
+    (6, 4, 1, 1, "--train_batch_size=6 is not a multiple of the 4 replicas"),
+    (8, 2, 3, 1, "--train_batch_size=8 is not a multiple of --input_shards=3"),
+    (8, 2, 1, 3, "--train_batch_size=8 does not split into 2 replica(s) x "
+                 "--gradient_accumulation_steps=3 equal micro-batches")])
+def test_the_global_batch_is_checked_in_one_place(batch, replicas, shards, micro_batches, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        check_global_batch(batch, replicas, shards, micro_batches)
+    check_global_batch(24, 2, 3, 4)  # 12 per replica, 8 per shard, 3 per micro-batch
