@@ -49,12 +49,13 @@ def redraw(dynamic, records, positions, batch_size=512):
     """The records with masks drawn by `dynamic` (albert.pretraining_data.inputs.DynamicMasking)
     as the input pipeline draws them, record i at stream position positions[i]."""
     names = MASK_FEATURES + ("input_mask", "token_boundary")
+    draw = tf.function(dynamic.__call__, reduce_retracing=True)  # eager loops are slow
     redrawn = []
     for start in range(0, len(records), batch_size):
         rows = records[start:start + batch_size]
         features = {name: tf.constant(np.stack([r[name] for r in rows]).astype(
             np.float32 if name == "masked_lm_weights" else np.int32)) for name in names}
-        drawn = dynamic(features, tf.constant(positions[start:start + batch_size], tf.int64))
+        drawn = draw(features, tf.constant(positions[start:start + batch_size], tf.int64))
         for row, record in enumerate(rows):
             redrawn.append(dict(record, **{name: drawn[name][row].numpy()
                                            for name in MASK_FEATURES}))
