@@ -28,7 +28,7 @@ import os
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io, restarts
+from albert import cli, finetuning, finetuning_cli, io, restarts
 from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
 from albert.export.classifier import export_classifier
@@ -127,21 +127,22 @@ def run_once():
         raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
                          "MNLI-trained --init_checkpoint")
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
-    strategy = finetuning_cli.create_strategy()
+    runtime = finetuning_cli.runtime_from_flags()
+    strategy = finetuning.create_strategy(runtime)
     dropouts = {}
     if FLAGS.task_preset:
         preset = apply_preset(glue_task.name)
         dropouts = {"hidden_dropout_prob": preset["albert_dropout"],
                     "attention_probs_dropout_prob": preset["albert_dropout"]}
-    config = finetuning_cli.load_config(FLAGS.max_seq_length, **dropouts)
+    config = finetuning.load_config(runtime, FLAGS.max_seq_length, **dropouts)
     if FLAGS.max_seq_length < 3:
         raise InputError("--max_seq_length must be at least 3 ([CLS] A [SEP])")
-    tokenizer = finetuning_cli.load_tokenizer(config, FLAGS.vocab_file, FLAGS.spm_model_file,
+    tokenizer = finetuning.load_tokenizer(runtime, config, FLAGS.vocab_file, FLAGS.spm_model_file,
                                               FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     head_dims = {"C": glue_task.num_labels}
-    weights = finetuning_cli.initial_weights(
-        config, init_checkpoint, "classifier", head_dims,
+    weights = finetuning.initial_weights(
+        runtime, config, init_checkpoint, "classifier", head_dims,
         f"{glue_task.name} ({glue_task.num_labels} labels)")
 
     task = ClassificationTask(
@@ -150,17 +151,17 @@ def run_once():
         settings={"task": glue_task.name, "max_seq_length": FLAGS.max_seq_length,
                   **tokenizer_settings(tokenizer)})
     # The run directory and the training settings are checked before any file is written.
-    directory = finetuning_cli.check_output_dir(task)
-    trainer = finetuning_cli.make_trainer(
-        task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+    directory = finetuning.check_output_dir(FLAGS.output_dir, task)
+    trainer = finetuning.make_trainer(
+        runtime, task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
         warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate,
         optimizer=FLAGS.optimizer, train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.eval_batch_size, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max)
     if FLAGS.do_eval and not FLAGS.do_train:
-        finetuning_cli.check_checkpoints_to_evaluate(FLAGS.output_dir)
+        finetuning.check_checkpoints_to_evaluate(FLAGS.output_dir)
     if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_train:
-        finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+        finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
                                                        evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     cached_dir = FLAGS.cached_dir or FLAGS.output_dir
@@ -173,7 +174,7 @@ def run_once():
                                        FLAGS.max_seq_length, tokenizer)
     test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
                      if FLAGS.do_predict else None)
-    finetuning_cli.start_writing(directory, task, [
+    finetuning.start_writing(directory, task, [
         *(path for cache in caches.values() for path in cache.files()),
         *prediction_files(FLAGS.output_dir, glue_task)])
     for cache in caches.values():
@@ -183,18 +184,18 @@ def run_once():
     if "dev" in caches:
         task.eval_cache = caches["dev"].path
 
-    finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
+    finetuning.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict or FLAGS.export_dir:
-        predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, test_examples,
-                           trainer.config.jit_compile)
+        predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims,
+                           test_examples, trainer.config.jit_compile)
 
 
-def predict_and_export(task, glue_task, tokenizer, init_checkpoint, head_dims, examples,
+def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims, examples,
                        jit_compile: bool):
     """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
-    weights, source = finetuning_cli.prediction_weights(
-        FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims, FLAGS.do_train,
-        "Predicting" if FLAGS.do_predict else "Exporting")
+    weights, source = finetuning.prediction_weights(
+        runtime, FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims,
+        FLAGS.do_train, "Predicting" if FLAGS.do_predict else "Exporting")
     model = task.build_model()
     assign_model_weights(model, weights, source)
     if FLAGS.do_predict:

@@ -25,7 +25,7 @@ when made with other settings.
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io, restarts
+from albert import cli, finetuning, finetuning_cli, io, restarts
 from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
 from albert.finetuning_data.feature_cache import tokenizer_settings
@@ -114,12 +114,13 @@ def run_once():
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     levels = selected_levels(FLAGS.middle_only, FLAGS.high_only)
     check_lengths(FLAGS.max_seq_length, FLAGS.max_qa_length)
-    strategy = finetuning_cli.create_strategy()
-    config = finetuning_cli.load_config(FLAGS.max_seq_length)
-    tokenizer = finetuning_cli.load_tokenizer(config, FLAGS.vocab_file, FLAGS.spm_model_file,
+    runtime = finetuning_cli.runtime_from_flags()
+    strategy = finetuning.create_strategy(runtime)
+    config = finetuning.load_config(runtime, FLAGS.max_seq_length)
+    tokenizer = finetuning.load_tokenizer(runtime, config, FLAGS.vocab_file, FLAGS.spm_model_file,
                                               FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
-    weights = finetuning_cli.initial_weights(config, init_checkpoint, HEAD, {},
+    weights = finetuning.initial_weights(runtime, config, init_checkpoint, HEAD, {},
                                              "the multiple-choice head")
 
     task = MultipleChoiceTask(
@@ -129,17 +130,17 @@ def run_once():
                   "max_qa_length": FLAGS.max_qa_length, "num_choices": FLAGS.num_choices,
                   "levels": list(levels), **tokenizer_settings(tokenizer)})
     # The run directory and the training settings are checked before any file is written.
-    directory = finetuning_cli.check_output_dir(task)
-    trainer = finetuning_cli.make_trainer(
-        task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
+    directory = finetuning.check_output_dir(FLAGS.output_dir, task)
+    trainer = finetuning.make_trainer(
+        runtime, task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
         warmup_step=FLAGS.warmup_step, learning_rate=FLAGS.learning_rate, optimizer="adamw",
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
     if FLAGS.do_eval and not FLAGS.do_train:
-        finetuning_cli.check_checkpoints_to_evaluate(FLAGS.output_dir)
+        finetuning.check_checkpoints_to_evaluate(FLAGS.output_dir)
     if FLAGS.do_predict and not FLAGS.do_train:
-        finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+        finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
                                                        evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     caches = {}
@@ -154,7 +155,7 @@ def run_once():
                                FLAGS.num_choices) if FLAGS.do_predict else None)
     if FLAGS.do_predict and not test_examples:
         raise InputError(f"RACE test ({', '.join(levels)}) holds no questions")
-    finetuning_cli.start_writing(directory, task, [
+    finetuning.start_writing(directory, task, [
         *(path for cache in caches.values() for path in cache.files()),
         *race_prediction_files(FLAGS.output_dir)])
     for cache in caches.values():
@@ -165,15 +166,15 @@ def run_once():
         task.eval_cache = caches["dev"].path
         task.eval_parts = tuple(caches["dev"].counts.items())
 
-    finetuning_cli.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
+    finetuning.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict:
-        predict(task, trainer, tokenizer, init_checkpoint, test_examples)
+        predict(runtime, task, trainer, tokenizer, init_checkpoint, test_examples)
 
 
-def predict(task, trainer, tokenizer, init_checkpoint, examples):
+def predict(runtime, task, trainer, tokenizer, init_checkpoint, examples):
     """Test-set accuracy (overall and per level) and predictions.tsv."""
-    weights, source = finetuning_cli.prediction_weights(
-        FLAGS.output_dir, init_checkpoint, task.config, HEAD, {}, FLAGS.do_train)
+    weights, source = finetuning.prediction_weights(
+        runtime, FLAGS.output_dir, init_checkpoint, task.config, HEAD, {}, FLAGS.do_train)
     model = task.build_model()
     assign_model_weights(model, weights, source)
     features = stack_choice_features([

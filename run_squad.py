@@ -33,7 +33,7 @@ existing file made with other settings is refused, never overwritten.
 
 from absl import flags, logging
 
-from albert import cli, finetuning_cli, io, restarts
+from albert import cli, finetuning, finetuning_cli, io, restarts
 from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
 from albert.evaluation import squad_decoding, squad_metrics
@@ -155,12 +155,13 @@ def run_once():
     """One run: the original's run_squad.py, with the flags as they are."""
     version_2 = FLAGS.version_2_with_negative
     head = "squad_v2" if version_2 else "squad_v1"
-    strategy = finetuning_cli.create_strategy()
-    config = finetuning_cli.load_config(FLAGS.max_seq_length)
-    tokenizer = finetuning_cli.load_tokenizer(config, None, FLAGS.spm_model_file,
+    runtime = finetuning_cli.runtime_from_flags()
+    strategy = finetuning.create_strategy(runtime)
+    config = finetuning.load_config(runtime, FLAGS.max_seq_length)
+    tokenizer = finetuning.load_tokenizer(runtime, config, None, FLAGS.spm_model_file,
                                               FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
-    weights = finetuning_cli.initial_weights(config, init_checkpoint, head, {},
+    weights = finetuning.initial_weights(runtime, config, init_checkpoint, head, {},
                                              f"the SQuAD {'v2.0' if version_2 else 'v1.1'} head")
 
     lengths = (FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length)
@@ -172,7 +173,7 @@ def run_once():
                                "max_query_length": FLAGS.max_query_length,
                                **tokenizer_settings(tokenizer)})
     # The run directory is checked before any feature file is written into it.
-    directory = finetuning_cli.check_output_dir(task)
+    directory = finetuning.check_output_dir(FLAGS.output_dir, task)
     # Every input is read (and so checked) before any feature file is written.
     train_cache, scorable, write_predict_features = None, True, lambda: None
     feature_files = []
@@ -189,7 +190,7 @@ def run_once():
             raise InputError(f"{FLAGS.predict_file} has no answers to pick the best "
                              "checkpoint by; train with a dev file that has them")
         if not FLAGS.do_train:
-            finetuning_cli.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
+            finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
                                                            evaluates=scorable)
         predict_files = (
             FLAGS.predict_feature_file or io.join(FLAGS.output_dir, "predict.tf_record"),
@@ -214,31 +215,31 @@ def run_once():
     evaluation = task.evaluation
     if evaluation is not None and not scorable:
         task.evaluation = None  # nothing to score checkpoints by
-    trainer = finetuning_cli.make_trainer(
-        task, strategy, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
+    trainer = finetuning.make_trainer(
+        runtime, task, strategy, output_dir=FLAGS.output_dir, train_step=max(train_step, 1),
         warmup_step=int(train_step * FLAGS.warmup_proportion), learning_rate=FLAGS.learning_rate,
         optimizer="adamw", train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.predict_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
-    finetuning_cli.start_writing(directory, task, feature_files)
+    finetuning.start_writing(directory, task, feature_files)
     if train_cache is not None and FLAGS.do_train:
         squad.write_train_features(train_cache, tokenizer, *lengths)
         task.train_cache, task.train_records = train_cache.path, train_cache.records
     write_predict_features()
     if FLAGS.do_train:
-        finetuning_cli.train_and_evaluate(trainer, True, task.evaluation is not None)
+        finetuning.train_and_evaluate(trainer, True, task.evaluation is not None)
     elif task.evaluation is not None and trainer.checkpoints.steps():
         trainer.evaluate_checkpoints()
     if FLAGS.do_predict:
         task.evaluation = evaluation
-        predict_with_best(task, trainer, init_checkpoint, head)
+        predict_with_best(runtime, task, trainer, init_checkpoint, head)
 
 
-def predict_with_best(task, trainer, init_checkpoint, head):
+def predict_with_best(runtime, task, trainer, init_checkpoint, head):
     """The final predictions and scores (the best checkpoint), as the original's last step."""
-    weights, source = finetuning_cli.prediction_weights(
-        FLAGS.output_dir, init_checkpoint, task.config, head, {}, FLAGS.do_train)
+    weights, source = finetuning.prediction_weights(
+        runtime, FLAGS.output_dir, init_checkpoint, task.config, head, {}, FLAGS.do_train)
     model = task.build_model()
     assign_model_weights(model, weights, source)
     # The trainer's resolved setting: --jit_compile unset means XLA on GPUs and TPUs.

@@ -1,6 +1,6 @@
 """One way to build a training run from plain settings, for every script.
 
-`run_pretraining.py` and the fine-tuning scripts (through `albert.finetuning_cli`)
+`run_pretraining.py` and the fine-tuning scripts (through `albert.finetuning`)
 turn their flags into a `RunSettings`; `build_trainer` does the rest the same
 way for all of them: the run's random seed, the host-loop settings for the
 strategy's devices, the warning when the batch will not fit them by the memory
@@ -36,10 +36,12 @@ class OptimizerSettings:
     bias_correction: bool = False  # Adam's bias correction (not the original's)
 
     def __call__(self, variable_names):
+        # The training loop sums gradients across replicas itself (replica_step.py).
         return create_optimizer(self.name, self.learning_rate, self.num_train_steps,
                                 self.num_warmup_steps, self.start_warmup_step, self.poly_power,
                                 variable_names=variable_names,
-                                bias_correction=self.bias_correction)
+                                bias_correction=self.bias_correction,
+                                gradients_summed_by_caller=True)
 
 
 @dataclasses.dataclass(frozen=True)

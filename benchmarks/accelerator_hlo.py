@@ -157,7 +157,8 @@ def export_model(name, args):
     task = PretrainingTask(config, data)
     model = task.build_model()
     optimizer = create_optimizer("lamb", args.learning_rate, 10 ** 6, 0,
-                                 variable_names=variable_names_for(model))
+                                 variable_names=variable_names_for(model),
+                                 gradients_summed_by_caller=True)
     if precision == "mixed_float16":
         optimizer = AlbertLossScaleOptimizer(optimizer)
     optimizer.build(model.trainable_variables)

@@ -147,7 +147,8 @@ def measure(args):
     with strategy.scope():
         model = task.build_model()
         optimizer = create_optimizer("lamb", 1e-4, 10 ** 6, 0,
-                                     variable_names=variable_names_for(model))
+                                     variable_names=variable_names_for(model),
+                                     gradients_summed_by_caller=True)
         if precision == "mixed_float16":
             optimizer = AlbertLossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)

@@ -185,7 +185,8 @@ def train_ours(args, features, bucketed):
                                     steps_per_loop=args.train_steps,
                                     bucket_window=10 if bucketed else 0),
                       lambda names: create_optimizer("adamw", 1e-5, 10 ** 6, 0,
-                                                     variable_names=names),
+                                                     variable_names=names,
+                                                     gradients_summed_by_caller=True),
                       variable_names_for)
     model, optimizer = trainer._build()
     from albert.training.inputs import distributed_training_dataset

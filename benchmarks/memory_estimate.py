@@ -55,7 +55,8 @@ def measure(args):
         model = task.build_model()
         if args.rematerialize:
             set_rematerialization(model)
-        optimizer = create_optimizer("lamb", 1e-4, 100, 0, variable_names=variable_names_for(model))
+        optimizer = create_optimizer("lamb", 1e-4, 100, 0, variable_names=variable_names_for(model),
+                                     gradients_summed_by_caller=True)
         optimizer.build(model.trainable_variables)
     features = make_batch(config, args.batch_size, args.seq_length, args.predictions)
     dataset = strategy.distribute_datasets_from_function(

@@ -75,7 +75,8 @@ def run_ours(args, config, weights, batch):
     trainer = Trainer(task, strategy,
                       TrainerConfig(tempfile.mkdtemp(), 10 ** 6, args.batch_size,
                                     steps_per_loop=args.steps, jit_compile=bool(args.jit)),
-                      lambda names: create_optimizer("lamb", 1e-4, 10 ** 6, 0, variable_names=names),
+                      lambda names: create_optimizer("lamb", 1e-4, 10 ** 6, 0, variable_names=names,
+                                       gradients_summed_by_caller=True),
                       variable_names_for)
     model, optimizer = trainer._build()
     assign_model_weights(model, weights)

@@ -26,6 +26,7 @@ LAYERS = [
     {"training"},
     {"tasks", "squad", "memory"},
     {"run_builder"},
+    {"finetuning"},
     {"export", "finetuning_cli"},
     {"paper", "demo"},
     # `python -m albert.run_classifier` etc.: the original's documented commands, which run
@@ -85,6 +86,52 @@ def test_imports_only_point_down_the_layers():
     upward = {edge: where for edge, where in _imports().items() if RANK[edge[0]] <= RANK[edge[1]]}
     assert not upward, "\n".join(f"{a} imports {b}: {', '.join(where)}"
                                  for (a, b), where in sorted(upward.items()))
+
+
+# The command line: the only modules under albert/ that read absl's FLAGS. Everything
+# below them takes plain settings (`run_builder.RunSettings`, `finetuning.FinetuningRuntime`).
+FLAG_READERS = {
+    "cli.py",               # the config flags every script shares, and the absl runner
+    "finetuning_cli.py",    # the fine-tuning scripts' shared flags -> FinetuningRuntime
+    "restarts.py",          # --restarts: runs a script again with some flags changed
+    "memory.py",            # its main(): `python -m albert.memory`
+    os.path.join("datasets", "__main__.py"),
+    os.path.join("export", "__main__.py"),
+    os.path.join("tokenization", "__main__.py"),
+}
+
+
+def _flag_readers(package=PACKAGE):
+    """{file relative to the package: first line} of every module that names `FLAGS`."""
+    found = {}
+    for directory, _, files in os.walk(package):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            with open(path, encoding="utf-8") as handle:
+                tree = ast.parse(handle.read())
+            lines = [node.lineno for node in ast.walk(tree)
+                     if (isinstance(node, ast.Name) and node.id == "FLAGS")
+                     or (isinstance(node, ast.Attribute) and node.attr == "FLAGS")]
+            if lines:
+                found[os.path.relpath(path, package)] = min(lines)
+    return found
+
+
+def test_only_the_command_line_modules_read_flags():
+    readers = _flag_readers()
+    assert set(readers) <= FLAG_READERS, {f: line for f, line in readers.items()
+                                          if f not in FLAG_READERS}
+
+
+def test_the_flag_reader_check_sees_flags_read_through_absl(tmp_path):
+    package = tmp_path / "albert"
+    package.mkdir()
+    (package / "plain.py").write_text("def f(settings):\n    return settings.seed\n")
+    (package / "hidden.py").write_text("from absl import flags\n\n\n"
+                                       "def f():\n    return flags.FLAGS.random_seed\n")
+    assert _flag_readers(str(package)) == {"hidden.py": 5}
 
 
 def test_checkpoint_formats_never_import_the_exporter():

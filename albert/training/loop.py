@@ -195,7 +195,8 @@ class Trainer:
       task: the `Task`.
       strategy: a tf.distribute strategy (`albert.training.distribute`).
       config: `TrainerConfig`.
-      make_optimizer: `variable_names -> keras optimizer` ({path: original name}).
+      make_optimizer: `variable_names -> optimizer` ({path: original name}): one of
+        ALBERT's, built with `gradients_summed_by_caller=True` (`run_builder.OptimizerSettings`).
       variable_names: `model -> {variable path: original name}` for the
         optimizer's weight-decay exclusions.
 

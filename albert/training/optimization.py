@@ -84,17 +84,19 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
     """Shared state of ALBERT's AdamW and LAMB: slots m, v, exclusions, clipping."""
 
     use_trust_ratio = False
-    #: True when the caller applies gradients already summed across replicas
-    #: (the training loop does, so that mixed_float16's finiteness check sees
-    #: the sum); False: `apply` sums them, as Keras optimizers do.
-    gradients_summed_by_caller = False
 
     def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-6, clip_norm=1.0, bias_correction: bool = False,
                  exclude_from_weight_decay: Sequence[str] = DEFAULT_EXCLUDE,
                  exclude_from_layer_adaptation: Optional[Sequence[str]] = None,
-                 variable_names: Optional[Dict[str, str]] = None, name=None, **kwargs):
+                 variable_names: Optional[Dict[str, str]] = None,
+                 gradients_summed_by_caller: bool = False, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        # True: the caller applies gradients already summed across replicas (ALBERT's
+        # training loop does, so that mixed_float16's finiteness check sees the sum, and
+        # refuses an optimizer built without it); False: `apply` sums them, as Keras
+        # optimizers do (model.fit).
+        self.gradients_summed_by_caller = gradients_summed_by_caller
         self.weight_decay_rate = weight_decay_rate
         self.beta_1 = beta_1
         self.beta_2 = beta_2
@@ -145,9 +147,9 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         # Keras sums gradients across replicas inside its update; the clip must
         # come after that sum, so this runs the same steps with the clip in
         # between: all-reduce, clip, per-variable update on every replica.
-        # The training loop sums the gradients itself, before the loss-scale
-        # decision (albert.training.replica_step), and sets
-        # `gradients_summed_by_caller`: then they are not summed twice.
+        # ALBERT's training loop sums the gradients itself, before the loss-scale
+        # decision (albert.training.replica_step), and needs an optimizer built
+        # with `gradients_summed_by_caller`: then they are not summed twice.
         import tensorflow as tf  # inside: only the TensorFlow backend takes this path
 
         # Embedding gradients arrive as IndexedSlices with repeated rows; the
@@ -188,7 +190,8 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
                       beta_2=self.beta_2, epsilon=self.epsilon, clip_norm=self.clip_norm,
                       bias_correction=self.bias_correction,
                       exclude_from_weight_decay=self.exclude_from_weight_decay,
-                      exclude_from_layer_adaptation=self.exclude_from_layer_adaptation)
+                      exclude_from_layer_adaptation=self.exclude_from_layer_adaptation,
+                      gradients_summed_by_caller=self.gradients_summed_by_caller)
         return config
 
 
@@ -231,16 +234,18 @@ class AlbertLamb(_AlbertOptimizer):
 def create_optimizer(name: str, learning_rate: float, num_train_steps: int, num_warmup_steps: int,
                      start_warmup_step: int = 0, poly_power: float = 1.0,
                      variable_names: Optional[Dict[str, str]] = None,
-                     bias_correction: bool = False):
+                     bias_correction: bool = False, gradients_summed_by_caller: bool = False):
     """The optimizer the original's `--optimizer` flag names ("adamw" or "lamb");
-    `bias_correction` adds Adam's bias correction (not the original's)."""
+    `bias_correction` adds Adam's bias correction (not the original's);
+    `gradients_summed_by_caller` for ALBERT's training loop (see `_AlbertOptimizer`)."""
     schedule = AlbertLearningRateSchedule(learning_rate, num_train_steps, num_warmup_steps,
                                           start_warmup_step, poly_power)
     classes = {"adamw": AlbertAdamW, "lamb": AlbertLamb}
     if name not in classes:
         raise ValueError(f"Unknown optimizer {name!r}; expected 'adamw' or 'lamb'")
     return classes[name](learning_rate=schedule, variable_names=variable_names,
-                         bias_correction=bias_correction)
+                         bias_correction=bias_correction,
+                         gradients_summed_by_caller=gradients_summed_by_caller)
 
 
 @keras.saving.register_keras_serializable(package="albert")

@@ -57,8 +57,9 @@ class ReplicaStep:
       task: the `albert.training.loop.Task` (losses, normalisers).
       strategy: the run's tf.distribute strategy.
       model, optimizer: built inside `strategy.scope()`; the optimizer is one
-        of ALBERT's (`albert.training.optimization`), optionally inside
-        `AlbertLossScaleOptimizer`.
+        of ALBERT's (`albert.training.optimization`) built with
+        `gradients_summed_by_caller=True` (this step sums the gradients across
+        replicas, step 3), optionally inside `AlbertLossScaleOptimizer`.
       jit_compile: compile with XLA (the whole step where the strategy allows).
       whole_step: False compiles only the forward and backward pass even where
         the whole step could be compiled (how the loop compiled before; for
@@ -76,13 +77,15 @@ class ReplicaStep:
         self.variables = model.trainable_variables
         self.scales_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self.replicas = strategy.num_replicas_in_sync
-        # Gradients reach the optimizer summed (step 3): it must not sum them again,
-        # which only ALBERT's optimizers can be told.
+        # Gradients reach the optimizer summed (step 3): it must have been built not to
+        # sum them again, which only ALBERT's optimizers can be.
         owner = inner_optimizer(optimizer)
-        if not hasattr(type(owner), "gradients_summed_by_caller"):
-            raise TypeError(f"The training loop needs one of ALBERT's optimizers "
-                            f"(albert.training.optimization), not {type(owner).__name__}")
-        owner.gradients_summed_by_caller = True
+        if not getattr(owner, "gradients_summed_by_caller", False):
+            raise TypeError(
+                f"The training loop sums the gradients across replicas before the optimizer "
+                f"applies them: it needs one of ALBERT's optimizers "
+                f"(albert.training.optimization) built with gradients_summed_by_caller=True "
+                f"({type(owner).__name__} is not)")
         self.forward_backward = self._forward_backward
         self.step = self._step
         if whole_step is None:

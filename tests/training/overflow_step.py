@@ -41,8 +41,9 @@ def run_overflow_step(strategy, per_replica_batch=2):
     with strategy.scope():
         inputs = {"x": keras.Input((FEATURES,), name="x")}
         model = keras.Model(inputs, keras.layers.Dense(1)(inputs["x"]))
-        optimizer = AlbertLossScaleOptimizer(AlbertLamb(learning_rate=0.1),
-                                             initial_scale=INITIAL_SCALE)
+        optimizer = AlbertLossScaleOptimizer(
+            AlbertLamb(learning_rate=0.1, gradients_summed_by_caller=True),
+            initial_scale=INITIAL_SCALE)
         optimizer.build(model.trainable_variables)
     before = [np.array(v.numpy()) for v in model.trainable_variables]
 

@@ -10,6 +10,7 @@
 
 import re
 
+import keras
 import pytest
 import tensorflow as tf
 from tensorflow.python.framework import kernels
@@ -40,15 +41,22 @@ def _features():
             "dropout_seeds": tf.range(BATCH)}
 
 
-def _replica_step(jit_compile):
+def _task_model_strategy():
     data = DataContract(files=[], record_counts=[], max_seq_length=SEQUENCE,
                         max_predictions_per_seq=PREDICTIONS, has_token_boundary=False)
     task = PretrainingTask(TINY, data)
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
         model = task.build_model()
+    return task, model, strategy
+
+
+def _replica_step(jit_compile):
+    task, model, strategy = _task_model_strategy()
+    with strategy.scope():
         optimizer = AlbertLossScaleOptimizer(create_optimizer(
-            "lamb", 1e-3, 100, 0, variable_names=variable_names_for(model)))
+            "lamb", 1e-3, 100, 0, variable_names=variable_names_for(model),
+            gradients_summed_by_caller=True))
         optimizer.build(model.trainable_variables)
     return strategy, ReplicaStep(task, strategy, model, optimizer, jit_compile)
 
@@ -136,3 +144,16 @@ def test_the_step_trains(jit_compile):
     assert bool(tf.math.is_finite(losses["loss"]))
     changed = [not (b == v.numpy()).all() for b, v in zip(before, step.variables)]
     assert sum(changed) > len(changed) // 2
+
+
+@pytest.mark.parametrize("kind", ["keras", "albert"])
+def test_the_step_refuses_an_optimizer_that_would_sum_the_gradients_again(kind):
+    """The step sums gradients across replicas itself: an optimizer that sums them in
+    `apply` (Keras's, or ALBERT's built for model.fit) is refused, and left as it was."""
+    task, model, strategy = _task_model_strategy()
+    with strategy.scope():
+        optimizer = (keras.optimizers.Adam() if kind == "keras"
+                     else create_optimizer("lamb", 1e-3, 100, 0))
+    with pytest.raises(TypeError, match="gradients_summed_by_caller=True"):
+        ReplicaStep(task, strategy, model, optimizer, jit_compile=False)
+    assert getattr(optimizer, "gradients_summed_by_caller", None) in (None, False)

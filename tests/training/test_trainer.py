@@ -40,7 +40,8 @@ def _trainer(files, output_dir, steps=30, every=10, eval_files=None, masked_lm_b
                       save_checkpoints_steps=every, max_eval_steps=2, show_progress=False,
                       **config),
         make_optimizer=lambda names: create_optimizer("lamb", 0.005, steps, 3,
-                                                      variable_names=names),
+                                                      variable_names=names,
+                                                      gradients_summed_by_caller=True),
         variable_names=variable_names_for)
 
 
