@@ -21,7 +21,8 @@ The original's 17 flags keep their names, defaults and meaning. Differences
 the whole corpus, as the original did (docs/pretraining_data.md; scratch
 files beside the first output, removed at the end); `--vocab_file` is
 optional with `--spm_model_file`; `--do_permutation` (unused by the paper) is
-not supported.
+not supported. With `--beam_pipeline_options` the same bytes are made on Apache
+Beam, locally or on a cluster (docs/pretraining_data.md, "Beyond one machine").
 """
 
 import os
@@ -85,6 +86,13 @@ flags.DEFINE_string("summary_file", None,
                     "Where to write the JSON summary (default: beside the first output file, "
                     "<output>.summary.json). run_pretraining.py looks for it beside the data.")
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
+flags.DEFINE_string("beam_pipeline_options", None,
+                    "Build the records on Apache Beam with these pipeline options, comma-separated "
+                    "key=value (e.g. runner=DataflowRunner,project=P,region=R,temp_location=gs://B/tmp"
+                    "; without a runner: Beam's DirectRunner here, offline, with "
+                    "direct_num_workers=N,direct_running_mode=multi_processing for N processes). "
+                    "The same bytes as without it. Needs pip install \"albert-tf2[beam]\". "
+                    "--num_workers, --documents_per_window and --progress do not apply.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 
 FLAGS = flags.FLAGS
@@ -112,14 +120,32 @@ def main(argv):
         do_lower_case=FLAGS.do_lower_case, spm_model_file=FLAGS.spm_model_file,
         vocab_file=None if FLAGS.spm_model_file else FLAGS.vocab_file,
         documents_per_window=FLAGS.documents_per_window, digit_comma_rule=FLAGS.digit_comma_rule)
-    summary = create_pretraining_data(FLAGS.input_file, FLAGS.output_file, config,
-                                      num_workers=FLAGS.num_workers,
-                                      summary_file=FLAGS.summary_file, show_progress=FLAGS.progress)
+    if FLAGS.beam_pipeline_options is not None:
+        summary = _on_beam(config)
+    else:
+        summary = create_pretraining_data(FLAGS.input_file, FLAGS.output_file, config,
+                                          num_workers=FLAGS.num_workers,
+                                          summary_file=FLAGS.summary_file,
+                                          show_progress=FLAGS.progress)
     logging.info("Wrote %d instances to %s (%.0f instances/s)", summary["instances"],
                  ", ".join(summary["output_files"]), summary["instances_per_second"])
     logging.info("Sentence-order label 1 fraction %.3f; masked per instance %.2f; replacement %s",
                  summary["sentence_order_labels"]["fraction_1"],
                  summary["mean_masked_per_instance"], summary["replacement"])
+
+
+def _on_beam(config):
+    try:
+        # Apache Beam is an extra: imported only when asked for.
+        from albert.pretraining_data.beam_pipeline import create_pretraining_data_on_beam
+    except ImportError as error:
+        if getattr(error, "name", "") and error.name.split(".")[0] == "apache_beam":
+            raise InputError('--beam_pipeline_options needs Apache Beam: '
+                             'pip install "albert-tf2[beam]"') from None
+        raise
+    return create_pretraining_data_on_beam(FLAGS.input_file, FLAGS.output_file, config,
+                                           FLAGS.beam_pipeline_options,
+                                           summary_file=FLAGS.summary_file)
 
 
 if __name__ == "__main__":

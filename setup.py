@@ -5,6 +5,7 @@
     pip install -e ".[onnx]"    # + ONNX export (python -m albert.export --onnx)
     pip install -e ".[gpu]"     # + the CUDA libraries TensorFlow needs on NVIDIA GPUs
     pip install -e ".[keras_hub]"  # + KerasHub presets (--output_format / --input_format=keras_hub)
+    pip install -e ".[beam]"    # + Apache Beam (create_pretraining_data.py --beam_pipeline_options)
     pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
 """
 
@@ -19,6 +20,9 @@ DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4", "m
 ONNX_REQUIREMENTS = ["tf2onnx>=1.16", "onnxruntime>=1.17"]
 # The keras_hub checkpoint format: KerasHub's own classes build, save and load the presets.
 KERAS_HUB_REQUIREMENTS = ["keras-hub==0.32.0"]
+# create_pretraining_data.py on Apache Beam (its DirectRunner works offline; Dataflow needs
+# apache-beam[gcp] on the workers, which the user's own container or requirements provide).
+BEAM_REQUIREMENTS = ["apache-beam>=2.60,<3"]
 
 setup(
     name="albert-tf2",
@@ -52,6 +56,8 @@ setup(
         # TensorFlow's own CUDA extra, at the pinned version (docs/accelerators.md).
         "gpu": ["tensorflow[and-cuda]==2.20.*"],
         "keras_hub": KERAS_HUB_REQUIREMENTS,
+        # create_pretraining_data.py --beam_pipeline_options (docs/pretraining_data.md).
+        "beam": BEAM_REQUIREMENTS,
         # torch 2.13.0 is the CPU build available on the project's machines;
         # an unpinned torch would pull several GB of CUDA packages.
         # scipy and scikit-learn: independent references for the GLUE metrics.
@@ -59,6 +65,7 @@ setup(
         # pytest-xdist: the suite runs on every core (pytest.ini); pytest-cov: docs/testing.md.
         "test": ["pytest>=8", "pytest-xdist>=3.5", "pytest-cov>=5", "torch==2.13.0",
                  "transformers>=5,<6", "scipy>=1.10", "scikit-learn>=1.3", "setuptools<81",
-                 *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS, *KERAS_HUB_REQUIREMENTS],
+                 *DEMO_REQUIREMENTS, *ONNX_REQUIREMENTS, *KERAS_HUB_REQUIREMENTS,
+                 *BEAM_REQUIREMENTS],
     },
 )

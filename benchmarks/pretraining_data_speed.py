@@ -133,7 +133,10 @@ def ours(input_file, prefix, seq, workers, output_dir, dupe_factor, documents_pe
     seconds, peak = run_measured(command, env=env, sample_memory=sample_memory)
     with open(output + ".summary.json", encoding="utf-8") as handle:
         summary = json.load(handle)
-    os.remove(output)
+    # The script refuses to overwrite: the next round writes the same names.
+    for written in (output, output + ".summary.json", output + ".documents.npz"):
+        if os.path.exists(written):
+            os.remove(written)
     return {"implementation": f"{label} ({workers} worker{'s' if workers > 1 else ''})",
             "seconds": seconds, "instances": summary["instances"],
             "instances_per_second": summary["instances"] / seconds, "peak_rss_mib": peak,

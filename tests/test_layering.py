@@ -218,9 +218,9 @@ def test_the_data_creation_script_starts_without_tensorflow():
 
 # The extras' packages (setup.py): the package must import without any of them.
 OPTIONAL_PACKAGES = ("gensim", "mwparserfromhell", "syntok", "matplotlib", "tf2onnx",
-                     "onnxruntime", "torch", "transformers")
+                     "onnxruntime", "torch", "transformers", "apache_beam")
 # Modules whose whole job needs an extra.
-NEEDS_AN_EXTRA = {"albert.datasets.wikitext"}
+NEEDS_AN_EXTRA = {"albert.datasets.wikitext", "albert.pretraining_data.beam_pipeline"}
 
 
 def test_every_module_imports_without_the_optional_packages():

@@ -34,13 +34,14 @@ class Window:
     input_bytes: int
 
 
-def iter_documents(files: List[str]) -> Iterator[tuple]:
-    """Yields (RawDocument, bytes read for it) in corpus order."""
+def iter_documents(files: List[str], open_binary=io.open_binary_maybe_gzip) -> Iterator[tuple]:
+    """Yields (RawDocument, bytes read for it) in corpus order. `open_binary(path)`: a
+    context manager giving the file's bytes, decompressed (Beam's file systems on Beam)."""
     for path in files:
         lines: List[str] = []
         first_line = 0
         pending_bytes = 0
-        with io.open_binary_maybe_gzip(path) as handle:
+        with open_binary(path) as handle:
             for line_number, raw in enumerate(handle, start=1):
                 pending_bytes += len(raw)
                 try:

@@ -7,18 +7,19 @@ from one process. Here the same happens in three passes with bounded memory:
 1. **Tokenize** the corpus, read once in order, in parallel jobs of a few
    documents, into an on-disk store of token ids (`albert.pretraining_data.token_store`).
 2. **Make instances** (segment pairs, sentence order, masking, serialisation)
-   visiting the documents in a seeded random order of the whole corpus, in
-   windows of `documents_per_window` documents of that order and jobs of a
-   dupe round and a block of documents. Workers memory-map the store, so a
-   random-document negative is drawn from the whole corpus, as in the
-   original.
+   of every document in every dupe round, in windows of `documents_per_window`
+   consecutive documents and jobs of a dupe round and a block of documents.
+   Workers memory-map the store, so a random-document negative is drawn from
+   the whole corpus, as in the original.
 3. **Write** the records in a uniformly shuffled order of all of them
    (`albert.pretraining_data.record_shuffle`: a random key per record, a two-pass bucket
    sort through a scratch file), round-robin over the output files.
 
-Every random decision of the document at position `p` of the shuffled
-order in dupe round `d` comes from a generator seeded with (`random_seed`,
-`d`, `p`), including its records' shuffle keys. So:
+Every random decision about document `i` (its place in the corpus) in dupe
+round `d` comes from generators seeded with (`random_seed`, `d`, `i`): its
+pairs' plan, each pair's random-document partner, each pair's truncation,
+masks and shuffle key (`albert.pretraining_data.instances.InstanceStreams`).
+So:
 
 * the output bytes depend only on the inputs and flags, never on the number
   of workers, on how jobs are cut or on `documents_per_window`;
@@ -39,7 +40,6 @@ import dataclasses
 import logging
 import multiprocessing
 import os
-import random
 import re
 import shutil
 import signal
@@ -59,13 +59,13 @@ from albert.errors import AlbertError, InputError
 from albert.pretraining_data.corpus import iter_windows, total_input_bytes
 from albert.pretraining_data.instance_encoding import serialize_instance
 from albert.pretraining_data.instances import (InstanceConfig, InstanceStatistics,
+                                               InstanceStreams,
                                                create_instances_from_document)
 from albert.pretraining_data.masking import MaskingStatistics, MaskingVocabulary
 from albert.pretraining_data.record_shuffle import GlobalRecordShuffle
 from albert.pretraining_data.schema import (SUMMARY_SUFFIX, PretrainingSchema, SpecialIds,
                                             documents_file_for, summary_contract_fields)
-from albert.pretraining_data.token_store import (PermutedDocuments, TokenizedDocuments,
-                                                 TokenStoreWriter)
+from albert.pretraining_data.token_store import TokenizedDocuments, TokenStoreWriter
 from albert.records.tfrecord import TFRecordWriter, frame_record
 from albert.tokenization import DIGIT_COMMA_RULES, load_tokenizer, require_special_tokens
 
@@ -132,7 +132,7 @@ class WindowWorker:
             vocab_size=self.tokenizer.vocab_size, mask_id=self.tokenizer.mask_id,
             cls_id=self.tokenizer.cls_id, sep_id=self.tokenizer.sep_id)
         self.start_piece = self.tokenizer.start_piece_table()
-        self._corpus = None  # (scratch directory, PermutedDocuments) in worker processes
+        self._corpus = None  # (scratch directory, TokenizedDocuments) in worker processes
 
     def tokenize(self, raw_documents) -> List[List[List[int]]]:
         """Documents as lists of token-id segments; a line that is empty after
@@ -155,40 +155,39 @@ class WindowWorker:
                 documents.append(current)
         return documents
 
-    def _documents(self, shared) -> PermutedDocuments:
-        if isinstance(shared, PermutedDocuments):
+    def _documents(self, shared) -> TokenizedDocuments:
+        if isinstance(shared, TokenizedDocuments):
             return shared
         if self._corpus is None or self._corpus[0] != shared:
-            self._corpus = (shared, _open_shuffled_corpus(shared))
+            self._corpus = (shared, _open_corpus(shared))
         return self._corpus[1]
 
     def make_instances(self, shared, dupe: int, first: int, last: int):
-        """Instances of the documents at positions [first, last) of the shuffled corpus, in dupe round `dupe`.
+        """Instances of the corpus's documents [first, last) in dupe round `dupe`.
 
         Returns (framed TFRecord records joined into one bytes object, their
         lengths, their shuffle keys, their corpus documents, statistics): one large object crosses
         the process boundary instead of thousands of small ones. Each
-        document's generator, after making its instances, draws one 64-bit
-        key per instance: the records' places in the output
-        (`albert.pretraining_data.record_shuffle`).
+        instance carries a 64-bit key from its own generator: the record's
+        place in the output (`albert.pretraining_data.record_shuffle`).
         """
         config = self.config
         documents = self._documents(shared)
         masking = MaskingStatistics.empty(config.instance.masking.ngram)
         statistics = InstanceStatistics()
         records, keys, corpus_documents = [], [], []
-        for position in range(first, last):
-            rng = random.Random(f"albert-pretraining-data/{config.random_seed}/{dupe}/{position}")
+        for document in range(first, last):
+            streams = InstanceStreams(instance_stream_name(config.random_seed, dupe, document))
             instances = create_instances_from_document(
-                documents, position, rng, config.instance, self.vocabulary, self.start_piece,
+                documents, document, streams, config.instance, self.vocabulary, self.start_piece,
                 masking, statistics)
             for instance in instances:
                 records.append(frame_record(serialize_instance(
                     instance, config.instance.max_seq_length,
                     config.instance.masking.max_predictions_per_seq)))
-                keys.append(rng.getrandbits(64))
+                keys.append(instance.shuffle_key)
             # Each record's corpus document travels with it through the shuffle.
-            corpus_documents.extend([int(documents.order[position])] * len(instances))
+            corpus_documents.extend([document] * len(instances))
         return (b"".join(records), [len(r) for r in records], np.asarray(keys, np.uint64),
                 np.asarray(corpus_documents, np.uint32), statistics, masking)
 
@@ -286,19 +285,16 @@ def _split_by_size(sizes: Sequence[int], target: int):
 # Jobs of this many windows run ahead of the one being collected, so the
 # workers never wait for the main process.
 _WINDOWS_IN_FLIGHT = 2
-_ORDER_FILE = "document_order.npy"
 _STORE_DIRECTORY = "documents"
 
 
-def document_order(num_documents: int, seed: int) -> np.ndarray:
-    """The seeded random order in which the corpus's documents are visited."""
-    entropy = random.Random(f"albert-pretraining-data/{seed}/document-order").getrandbits(128)
-    return np.random.default_rng(entropy).permutation(num_documents).astype(np.int64)
+def instance_stream_name(seed: int, dupe: int, document: int) -> str:
+    """What seeds the random streams of corpus document `document` in dupe round `dupe`."""
+    return f"albert-pretraining-data/{seed}/{dupe}/{document}"
 
 
-def _open_shuffled_corpus(scratch: str) -> PermutedDocuments:
-    return PermutedDocuments(TokenizedDocuments.open(os.path.join(scratch, _STORE_DIRECTORY)),
-                             np.load(os.path.join(scratch, _ORDER_FILE), mmap_mode="r"))
+def _open_corpus(scratch: str) -> TokenizedDocuments:
+    return TokenizedDocuments.open(os.path.join(scratch, _STORE_DIRECTORY))
 
 
 def _tokenize_corpus(input_files, config: DataConfig, jobs: _Jobs, scratch: str,
@@ -325,15 +321,15 @@ def _tokenize_corpus(input_files, config: DataConfig, jobs: _Jobs, scratch: str,
     return writer.close()
 
 
-def _create_instances(corpus: PermutedDocuments, shared, config: DataConfig, jobs: _Jobs,
-                      shuffle: GlobalRecordShuffle, summary: "_Summary", progress) -> None:
+def _create_instances(corpus: TokenizedDocuments, shared, config: DataConfig, jobs: _Jobs,
+                      shuffle: GlobalRecordShuffle, summary: "Summary", progress) -> None:
     """Pass 2: instances of every document in every dupe round, window by window.
 
-    A window is `documents_per_window` consecutive documents of the shuffled
-    order (a uniform sample of the corpus); its records go to the global
-    shuffle's scratch file, so memory holds a few windows' records at most.
+    A window is `documents_per_window` consecutive documents of the corpus;
+    its records go to the global shuffle's scratch file, so memory holds a
+    few windows' records at most.
     """
-    token_counts = corpus.documents.token_counts()[np.asarray(corpus.order)]
+    token_counts = corpus.token_counts()
     pending = deque()
 
     def collect_oldest():
@@ -391,14 +387,23 @@ def default_summary_path(spec: str) -> str:
 
 
 def check_output_paths(paths: Sequence[str]) -> None:
-    """Every output must be a file path: a directory there is refused before any work."""
+    """Every output must be a new file path: a directory or an existing file there is refused
+    before any work (a run never overwrites data that is already there)."""
     for path in paths:
         if io.isdir(path):
             raise InputError(f"Output {path} is a directory; give a file name (e.g. "
                              f"{io.join(path, 'train.tfrecord')})")
+    existing = [path for path in paths if io.exists(path)]
+    if existing:
+        raise InputError(f"Output {existing[0]} already exists"
+                         f"{f' (and {len(existing) - 1} more)' if len(existing) > 1 else ''}; "
+                         "data creation never overwrites: remove it or choose another "
+                         "--output_file")
 
 
-class _Summary:
+class Summary:
+    """What the summary file reports of the corpus and the instances (either engine)."""
+
     def __init__(self, ngram: int):
         self.documents = self.segments = self.tokens = 0
         self.instances = InstanceStatistics()
@@ -523,8 +528,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
 
     Three passes: tokenize the corpus into an on-disk store (in corpus
     order, in parallel); make every document's instances in every dupe
-    round, visiting the documents in a seeded random order of the whole
-    corpus, into a global shuffle; write the shuffled records round-robin to
+    round into a global shuffle; write the shuffled records round-robin to
     the outputs. Scratch space: about 4 bytes per corpus token plus the
     output's size, beside the first output.
     """
@@ -544,7 +548,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     start = time.time()
     # Workers start before any other thread of this process exists (progress bar).
     jobs = _Jobs(config, num_workers, worker)
-    summary = _Summary(config.instance.masking.ngram)
+    summary = Summary(config.instance.masking.ngram)
     counts = [0] * len(output_files)
     record_documents = [[] for _ in output_files]
     try:
@@ -557,9 +561,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
             if len(documents) == 0:
                 raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
                                  "no documents with tokens")
-            np.save(os.path.join(scratch, _ORDER_FILE),
-                    document_order(len(documents), config.random_seed))
-            corpus = _open_shuffled_corpus(scratch)
+            corpus = _open_corpus(scratch)
             shared = corpus if jobs.in_process else scratch
             # As many buckets as windows: a bucket holds about a window's records.
             shuffle = GlobalRecordShuffle(scratch, -(-len(documents) // config.documents_per_window))
@@ -581,13 +583,21 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
             _close(progress)
     finally:
         jobs.close(success=False)
-    report = summary.as_dict(time.time() - start)
-    tokenizer = worker.tokenizer
+    return write_report(config, summary, worker.tokenizer, time.time() - start, input_files,
+                        output_files, counts, record_documents, summary_file)
+
+
+def write_report(config: DataConfig, summary: "Summary", tokenizer, seconds: float,
+                 input_files: List[str], output_files: List[str], counts: List[int],
+                 record_documents: List[Sequence[int]], summary_file: str) -> dict:
+    """The documents file and the summary, once the records are in place (either engine)."""
+    report = summary.as_dict(seconds)
     report.update(summary_contract_fields(
         config.schema, vocab_size=tokenizer.vocab_size,
         max_token_id=summary.instances.max_token_id,
         special_ids=SpecialIds(cls=tokenizer.cls_id, sep=tokenizer.sep_id, mask=tokenizer.mask_id),
         record_counts={io.basename(path): count for path, count in zip(output_files, counts)}))
+    documents_file = documents_file_for(summary_file)
     _write_record_documents(documents_file, output_files, record_documents)
     report.update(documents_file=io.basename(documents_file),
                   input_files=input_files, output_files=output_files,
@@ -601,7 +611,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
 
 
 def _write_record_documents(path: str, output_files: List[str],
-                            record_documents: List[List[int]]) -> None:
+                            record_documents: List[Sequence[int]]) -> None:
     """For each output file, the corpus document index of each of its records, in file order:
     held-out records of one document share topic and style, so evaluation resamples whole
     documents (`python -m albert.paper evaluate`)."""

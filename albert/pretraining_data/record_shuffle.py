@@ -81,7 +81,9 @@ class GlobalRecordShuffle:
         return sizes
 
     def __iter__(self) -> Iterator[Tuple[int, bytes]]:
-        """(tag, framed record) pairs, sorted by key (ties in arrival order)."""
+        """(tag, framed record) pairs, sorted by key, then tag (the corpus document), then
+        arrival (a document's records arrive by dupe round, then pair): an order that does not
+        depend on how the records arrived in windows and jobs, even for equal keys."""
         self._handle.close()
         with open(self.path, "rb") as scratch:
             for bucket in range(self.num_buckets):
@@ -102,7 +104,7 @@ class GlobalRecordShuffle:
                     end = position + _HEADER + _FRAMING + length
                     entries.append((key, tag, position + _HEADER, end))
                     position = end
-                entries.sort(key=lambda entry: entry[0])
+                entries.sort(key=lambda entry: (entry[0], entry[1]))  # stable: then arrival
                 view = memoryview(data)
                 for _, tag, start, end in entries:
                     yield tag, bytes(view[start:end])

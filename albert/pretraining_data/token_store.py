@@ -111,20 +111,6 @@ class TokenizedDocuments:
         return np.diff(np.asarray(self.segment_starts)[np.asarray(self.document_starts)])
 
 
-class PermutedDocuments:
-    """`documents` seen in the order `order`: item i is `documents[order[i]]`."""
-
-    def __init__(self, documents: TokenizedDocuments, order: np.ndarray):
-        self.documents = documents
-        self.order = order
-
-    def __len__(self) -> int:
-        return len(self.order)
-
-    def __getitem__(self, index: int) -> List[List[int]]:
-        return self.documents[int(self.order[index])]
-
-
 def _starts(lengths) -> np.ndarray:
     """Offsets [0, l0, l0 + l1, ...] of consecutive runs of the given lengths."""
     return np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))]).astype(np.int64)

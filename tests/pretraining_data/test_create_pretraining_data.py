@@ -140,19 +140,37 @@ def test_wordpiece_vocabulary_path(tmp_path):
                 assert record["token_boundary"][position] == 0
 
 
+def _beam_installed() -> bool:
+    try:
+        import apache_beam  # noqa: F401  (the [beam] extra, in [test])
+    except ImportError:
+        return False
+    return True
+
+
+# The same catalogue on one machine and on Apache Beam (--beam_pipeline_options).
+ENGINES = ["one_machine", pytest.param("beam", marks=pytest.mark.skipif(
+    not _beam_installed(), reason="apache-beam is not installed"))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("problem", ["empty", "not_utf8", "missing_model", "short_sequence",
-                                     "missing_input", "directory_output"])
-def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_corpus, problem):
+                                     "missing_input", "directory_output", "existing_output"])
+def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_corpus, problem,
+                                                         engine):
     _, model = synthetic_corpus
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("Kalo mitu ren.\nSa vo pi.\n")
     args = {"input_file": str(corpus), "spm_model_file": model, "max_seq_length": "64",
             "output_file": str(tmp_path / "out" / "data.tfrecord@2")}
+    if engine == "beam":
+        args["beam_pipeline_options"] = ""
     expected = {"empty": "No pretraining instances", "not_utf8": "corpus.txt:2: not valid UTF-8",
                 "missing_model": "Cannot read SentencePiece model",
                 "short_sequence": "max_seq_length=4 is too small",
                 "missing_input": "No input file matches",
-                "directory_output": "is a directory; give a file name"}[problem]
+                "directory_output": "is a directory; give a file name",
+                "existing_output": "data.tfrecord-00001-of-00002 already exists"}[problem]
     if problem == "empty":
         corpus.write_text("\n   \n\n")
     elif problem == "not_utf8":
@@ -164,13 +182,20 @@ def test_bad_input_fails_cleanly_without_partial_outputs(tmp_path, synthetic_cor
     elif problem == "directory_output":
         (tmp_path / "out").mkdir()
         args["output_file"] = str(tmp_path / "out")
+    elif problem == "existing_output":
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "data.tfrecord-00001-of-00002").write_bytes(b"earlier data")
     else:
         args["input_file"] = str(tmp_path / "nothing*.txt")
     result = run_script("create_pretraining_data.py", *[f"--{k}={v}" for k, v in args.items()],
                         "--noprogress")
     assert_clean_failure(result, expected)
     leftovers = os.listdir(tmp_path / "out") if (tmp_path / "out").exists() else []
-    assert leftovers == []
+    if problem == "existing_output":  # left exactly as it was
+        assert leftovers == ["data.tfrecord-00001-of-00002"]
+        assert (tmp_path / "out" / leftovers[0]).read_bytes() == b"earlier data"
+    else:
+        assert leftovers == []
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["corpus.txt"] + (["out"] if (tmp_path / "out").exists() else []))
 

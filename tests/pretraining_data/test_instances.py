@@ -1,7 +1,8 @@
 import dataclasses
 import random
 
-from albert.pretraining_data.instances import InstanceConfig, create_instances_from_document, truncate_seq_pair
+from albert.pretraining_data.instances import (InstanceConfig, InstanceStreams,
+                                               create_instances_from_document, truncate_seq_pair)
 from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
 
 VOCABULARY = MaskingVocabulary(vocab_size=100, mask_id=4, cls_id=2, sep_id=3)
@@ -29,8 +30,8 @@ def test_layout_and_sentence_order_labels():
     documents = [[[10, 11], [12, 13, 14]], [[20], [21]]]
     seen = set()
     for seed in range(40):
-        instance, = create_instances_from_document(documents, 0, random.Random(seed), config,
-                                                   VOCABULARY, START)
+        instance, = create_instances_from_document(
+            documents, 0, InstanceStreams(f"test/{seed}"), config, VOCABULARY, START)
         if instance.is_random_next:  # swapped: B A
             assert instance.input_ids == [2, 12, 13, 14, 3, 10, 11, 3]
             assert instance.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
@@ -46,22 +47,22 @@ def test_layout_and_sentence_order_labels():
 def test_one_segment_chunks_take_a_random_document_unless_disabled():
     documents = [[[10, 11, 12]], [[20, 21], [22]]]
     config = InstanceConfig(max_seq_length=64, short_seq_prob=0, masking=NO_MASKING)
-    instance, = create_instances_from_document(documents, 0, random.Random(0), config,
+    instance, = create_instances_from_document(documents, 0, InstanceStreams("test/0"), config,
                                                VOCABULARY, START)
     assert instance.is_random_next and instance.random_document  # the original's quirk
     assert instance.input_ids[:5] == [2, 10, 11, 12, 3]
     assert set(instance.input_ids[5:-1]) <= {20, 21, 22}
     skipping = InstanceConfig(max_seq_length=64, short_seq_prob=0, masking=NO_MASKING,
                               single_segment_random_document=False)
-    assert create_instances_from_document(documents, 0, random.Random(0), skipping,
+    assert create_instances_from_document(documents, 0, InstanceStreams("test/0"), skipping,
                                           VOCABULARY, START) == []
     next_sentence = InstanceConfig(max_seq_length=64, short_seq_prob=0, masking=NO_MASKING,
                                    random_next_sentence=True)
-    instance, = create_instances_from_document(documents, 0, random.Random(0), next_sentence,
-                                               VOCABULARY, START)
+    instance, = create_instances_from_document(documents, 0, InstanceStreams("test/0"),
+                                               next_sentence, VOCABULARY, START)
     assert instance.is_random_next and instance.random_document
     assert create_instances_from_document(
-        documents, 0, random.Random(0),
+        documents, 0, InstanceStreams("test/0"),
         dataclasses.replace(next_sentence, single_segment_random_document=False),
         VOCABULARY, START) == []
 
@@ -72,8 +73,8 @@ def test_next_sentence_mode_never_swaps_and_puts_unused_segments_back():
                             masking=NO_MASKING)
     labels = set()
     for seed in range(60):
-        instances = create_instances_from_document(documents, 0, random.Random(seed), config,
-                                                   VOCABULARY, START)
+        instances = create_instances_from_document(
+            documents, 0, InstanceStreams(f"test/{seed}"), config, VOCABULARY, START)
         first = instances[0]
         labels.add(first.is_random_next)
         if first.is_random_next:
