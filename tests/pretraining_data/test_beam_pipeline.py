@@ -205,3 +205,28 @@ def _planned_pair(config, document):
             if pair.random_document:
                 return pair
     raise AssertionError("no random-document pair in 100 rounds")
+
+
+def test_a_failed_pipeline_leaves_nothing_and_the_rerun_gives_the_same_bytes(
+        tmp_path, corpora, monkeypatch):
+    """A step that fails after the records were made (while the output files are assembled):
+    nothing appears at the destination, the working directory is gone, and the same command
+    run again writes the one-machine bytes."""
+    from albert.pretraining_data import beam_pipeline
+
+    paths, vocab = corpora
+    config = _config(vocab)
+    one = str(tmp_path / "one" / "train.tfrecord@2")
+    create_pretraining_data(paths["many_short"], one, config, show_progress=False)
+
+    def fail(self, element):
+        raise OSError("disk full (a failure injected by the test)")
+
+    monkeypatch.setattr(beam_pipeline._AssembleOutput, "process", fail)
+    spec = str(tmp_path / "beam" / "train.tfrecord@2")
+    with pytest.raises(Exception, match="disk full"):
+        create_pretraining_data_on_beam(paths["many_short"], spec, config, "")
+    assert not (tmp_path / "beam").exists() or os.listdir(tmp_path / "beam") == []
+    monkeypatch.undo()
+    create_pretraining_data_on_beam(paths["many_short"], spec, config, "")
+    _assert_same_outputs(one, spec)
