@@ -175,8 +175,8 @@ class _Tokenize(beam.DoFn):
 
 
 def _first_numbers_in_block(element):
-    """((file, block), [(raw index, documents)]) -> ((file, block, raw index), first number
-    of its documents within the block)."""
+    """((file, block), [(raw index, how many documents it holds)]) -> ((file, block, raw
+    index), the number of its first document within the block)."""
     (file_index, block), counts = element
     offset = 0
     for raw_index, count in sorted(counts):
