@@ -17,9 +17,10 @@ system TensorFlow knows (gs://, ...).
 The original's 17 flags keep their names, defaults and meaning. Differences
 (docs/fidelity.md): the same flags and seed give byte-identical files for any
 --num_workers and --documents_per_window; memory is bounded by
---documents_per_window while documents and records are still shuffled across
-the whole corpus, as the original did (docs/pretraining_data.md; scratch
-files beside the first output, removed at the end); `--vocab_file` is
+--documents_per_window while random-document partners still come from the
+whole corpus and the records are still shuffled across all of it, as the
+original did (docs/pretraining_data.md; scratch files beside the first
+output, removed at the end); `--vocab_file` is
 optional with `--spm_model_file`; `--do_permutation` (unused by the paper) is
 not supported. With `--beam_pipeline_options` the same bytes are made on Apache
 Beam, locally or on a cluster (docs/pretraining_data.md, "Beyond one machine").
@@ -69,9 +70,9 @@ flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target lengt
 # --- added here ---
 flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes (default: all cores).")
 flags.DEFINE_integer("documents_per_window", 1000,
-                     "Documents (of the shuffled corpus) whose instances are made and held in "
+                     "Consecutive documents of the corpus whose instances are made and held in "
                      "memory together; memory grows with it. The output does not depend on it: "
-                     "documents and records are shuffled across the whole corpus.")
+                     "partners come from, and records are shuffled across, the whole corpus.")
 flags.DEFINE_bool("single_segment_random_document", True,
                   "Give a one-segment chunk a random-document B labelled 1, as the original does "
                   "(a quirk: in sentence-order mode it adds NSP-style pairs, in next-sentence "
@@ -89,9 +90,9 @@ flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.DEFINE_string("beam_pipeline_options", None,
                     "Build the records on Apache Beam with these pipeline options, comma-separated "
                     "key=value (e.g. runner=DataflowRunner,project=P,region=R,temp_location=gs://B/tmp"
-                    "; without a runner: Beam's DirectRunner here, offline, with "
+                    "; without a runner: Beam's local FnApiRunner, offline, with "
                     "direct_num_workers=N,direct_running_mode=multi_processing for N processes). "
-                    "The same bytes as without it. Needs pip install \"albert-tf2[beam]\". "
+                    "The same bytes as without it. Needs pip install -e \".[beam]\". "
                     "--num_workers, --documents_per_window and --progress do not apply.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 
@@ -141,7 +142,7 @@ def _on_beam(config):
     except ImportError as error:
         if getattr(error, "name", "") and error.name.split(".")[0] == "apache_beam":
             raise InputError('--beam_pipeline_options needs Apache Beam: '
-                             'pip install "albert-tf2[beam]"') from None
+                             'pip install -e ".[beam]"') from None
         raise
     return create_pretraining_data_on_beam(FLAGS.input_file, FLAGS.output_file, config,
                                            FLAGS.beam_pipeline_options,

@@ -20,7 +20,7 @@ DEMO_REQUIREMENTS = ["gensim==4.4.0", "mwparserfromhell>=0.6", "syntok>=1.4", "m
 ONNX_REQUIREMENTS = ["tf2onnx>=1.16", "onnxruntime>=1.17"]
 # The keras_hub checkpoint format: KerasHub's own classes build, save and load the presets.
 KERAS_HUB_REQUIREMENTS = ["keras-hub==0.32.0"]
-# create_pretraining_data.py on Apache Beam (its DirectRunner works offline; Dataflow needs
+# create_pretraining_data.py on Apache Beam (its local FnApiRunner works offline; Dataflow needs
 # apache-beam[gcp] on the workers, which the user's own container or requirements provide).
 BEAM_REQUIREMENTS = ["apache-beam>=2.60,<3"]
 

@@ -60,7 +60,7 @@ from albert.pretraining_data.corpus import RawDocument, iter_documents
 from albert.pretraining_data.creation import (DataConfig, Summary, WindowWorker,
                                               check_output_paths, default_summary_path,
                                               expand_output_files, instance_stream_name,
-                                              write_report)
+                                              terminate_as_exception, write_report)
 from albert.pretraining_data.instance_encoding import serialize_instance
 from albert.pretraining_data.instances import (InstanceStatistics, InstanceStreams, PlannedPair,
                                                choose_partner, finish_pair, partner_tokens,
@@ -553,49 +553,53 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
     start = time.time()
     work_directory = io.temporary_name(io.absolute(output_files[0]))
     moved: List[str] = []
-    try:
-        FileSystems.mkdirs(work_directory)
-        with beam.Pipeline(runner=runner, options=beam_options) as pipeline:
-            build_pipeline(pipeline, input_files, config, work_directory, len(output_files),
-                           sizes)
-        corpus = _read_json(FileSystems.join(work_directory, "corpus.json"))
-        counts = _read_json(FileSystems.join(work_directory, "counts.json"))
-        if corpus[0] == 0 or counts["instances"]["instances"] == 0:
-            raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
-                             "no documents with tokens")
-        layout = dict((output, fragments) for output, fragments in
-                      _read_json(FileSystems.join(work_directory, "layout.json")))
-        summary = Summary(config.instance.masking.ngram)
-        summary.documents, summary.segments, summary.tokens = corpus
-        summary.instances = InstanceStatistics(**counts["instances"])
-        summary.masking = MaskingStatistics(**counts["masking"])
-        record_counts, record_documents = [], []
-        for output in range(len(output_files)):
-            fragments = layout.get(output, [])
-            record_counts.append(sum(count for _, count in fragments))
-            record_documents.append(np.concatenate(
-                [np.zeros(0, np.uint32)] + [_read_documents(work_directory, output, partition)
-                                            for partition, _ in fragments]))
-        for output, path in enumerate(output_files):
-            io.makedirs(io.dirname(io.absolute(path)))
-            source = assembled_path(work_directory, output)
-            if not FileSystems.exists(source):  # an output file with no record
-                _write_bytes(source, b"")
-            FileSystems.rename([source], [io.absolute(path)])
-            moved.append(path)
-        return write_report(config, summary, worker.tokenizer, time.time() - start,
-                            input_files, output_files, record_counts, record_documents,
-                            summary_file)
-    except Exception as error:
-        for path in moved:  # a failure after the first rename: no output half in place
-            io.remove_if_exists(path)
-        problem = _input_problem(error)
-        if problem is not None:
-            raise InputError(problem) from None
-        raise
-    finally:
-        if FileSystems.exists(work_directory):
-            FileSystems.delete([work_directory])
+    # SIGTERM (a scheduler stopping the driver) cleans up like any failure.
+    with terminate_as_exception() as termination:
+        try:
+            FileSystems.mkdirs(work_directory)
+            with beam.Pipeline(runner=runner, options=beam_options) as pipeline:
+                build_pipeline(pipeline, input_files, config, work_directory, len(output_files),
+                               sizes)
+            termination.check()
+            corpus = _read_json(FileSystems.join(work_directory, "corpus.json"))
+            counts = _read_json(FileSystems.join(work_directory, "counts.json"))
+            if corpus[0] == 0 or counts["instances"]["instances"] == 0:
+                raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
+                                 "no documents with tokens")
+            layout = dict((output, fragments) for output, fragments in
+                          _read_json(FileSystems.join(work_directory, "layout.json")))
+            summary = Summary(config.instance.masking.ngram)
+            summary.documents, summary.segments, summary.tokens = corpus
+            summary.instances = InstanceStatistics(**counts["instances"])
+            summary.masking = MaskingStatistics(**counts["masking"])
+            record_counts, record_documents = [], []
+            for output in range(len(output_files)):
+                fragments = layout.get(output, [])
+                record_counts.append(sum(count for _, count in fragments))
+                record_documents.append(np.concatenate(
+                    [np.zeros(0, np.uint32)] + [_read_documents(work_directory, output, partition)
+                                                for partition, _ in fragments]))
+            for output, path in enumerate(output_files):
+                io.makedirs(io.dirname(io.absolute(path)))
+                source = assembled_path(work_directory, output)
+                if not FileSystems.exists(source):  # an output file with no record
+                    _write_bytes(source, b"")
+                FileSystems.rename([source], [io.absolute(path)])
+                moved.append(path)
+            termination.check()
+            return write_report(config, summary, worker.tokenizer, time.time() - start,
+                                input_files, output_files, record_counts, record_documents,
+                                summary_file)
+        except Exception as error:
+            for path in moved:  # a failure after the first rename: no output half in place
+                io.remove_if_exists(path)
+            problem = _input_problem(error)
+            if problem is not None:
+                raise InputError(problem) from None
+            raise
+        finally:
+            if FileSystems.exists(work_directory):
+                FileSystems.delete([work_directory])
 
 
 def _read_documents(work_directory: str, output: int, partition: int) -> np.ndarray:

@@ -27,9 +27,8 @@ class RawDocument:
 
 @dataclasses.dataclass
 class Window:
-    """A bounded group of consecutive documents, processed with its own seed."""
+    """A bounded group of consecutive documents of the corpus, tokenized together."""
 
-    index: int
     documents: List[RawDocument]
     input_bytes: int
 
@@ -64,15 +63,14 @@ def iter_documents(files: List[str], open_binary=io.open_binary_maybe_gzip) -> I
 def iter_windows(files: List[str], documents_per_window: int) -> Iterator[Window]:
     window: List[RawDocument] = []
     window_bytes = 0
-    index = 0
     for document, size in iter_documents(files):
         window.append(document)
         window_bytes += size
         if len(window) >= documents_per_window:
-            yield Window(index, window, window_bytes)
-            window, window_bytes, index = [], 0, index + 1
+            yield Window(window, window_bytes)
+            window, window_bytes = [], 0
     if window:
-        yield Window(index, window, window_bytes)
+        yield Window(window, window_bytes)
 
 
 def total_input_bytes(files: List[str]) -> int:

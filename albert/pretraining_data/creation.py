@@ -27,8 +27,9 @@ So:
   one of many short ones;
 * memory is bounded by a few windows of records, not by corpus × dupe_factor;
   disk holds the scratch (about 4 bytes per corpus token plus the output's
-  size) beside the first output file, removed whatever happens (a run killed
-  outright leaves it for the next run to remove).
+  size) beside the first output file (in the system's temporary directory
+  when the output is remote), removed whatever happens, SIGTERM included; a
+  local scratch left by a run killed outright is removed by the next run.
 
 Outputs are written under temporary names and renamed at the end, so a
 failed run leaves no partial files; the summary beside them is the data's
@@ -166,7 +167,8 @@ class WindowWorker:
         """Instances of the corpus's documents [first, last) in dupe round `dupe`.
 
         Returns (framed TFRecord records joined into one bytes object, their
-        lengths, their shuffle keys, their corpus documents, statistics): one large object crosses
+        lengths, their shuffle keys, their corpus documents, instance statistics,
+        masking statistics): one large object crosses
         the process boundary instead of thousands of small ones. Each
         instance carries a 64-bit key from its own generator: the record's
         place in the output (`albert.pretraining_data.record_shuffle`).
@@ -334,15 +336,20 @@ def _create_instances(corpus: TokenizedDocuments, shared, config: DataConfig, jo
 
     def collect_oldest():
         window_documents, window_jobs = pending.popleft()
+        framed, keys, corpus_documents = [], [], []
         for job in window_jobs:
-            blob, lengths, keys, corpus_documents, statistics, masking = job.get()
-            framed, offset = [], 0
-            for length in lengths:
-                framed.append(blob[offset:offset + length])
+            blob, lengths, job_keys, job_documents, statistics, masking = job.get()
+            view, offset = memoryview(blob), 0
+            for length in lengths:  # views, not copies: the window's records are held once
+                framed.append(view[offset:offset + length])
                 offset += length
-            shuffle.add(framed, keys, corpus_documents)
+            keys.append(job_keys)
+            corpus_documents.append(job_documents)
             summary.instances.merge(statistics)
             summary.masking.merge(masking)
+        # One batch per window, not per job: the shuffle keeps a row of bucket offsets per
+        # batch, so its index stays windows x buckets (a window has dupe_factor x blocks jobs).
+        shuffle.add(framed, np.concatenate(keys), np.concatenate(corpus_documents))
         _advance(progress, window_documents)
 
     for start in range(0, len(corpus), config.documents_per_window):
@@ -471,19 +478,39 @@ def _close(progress) -> None:
 class _Terminated(AlbertError):
     """SIGTERM, as an exception: the run's cleanup runs as for any failure."""
 
+    def __init__(self):
+        super().__init__("terminated (SIGTERM); nothing was written")
+
+
+class TerminationWatch:
+    """Whether SIGTERM arrived. The handler raises where the main thread is, but a library
+    may catch that exception (Beam imports optional modules under `except Exception`), so
+    callers also `check()` before anything is put in place."""
+
+    def __init__(self):
+        self.received = False
+
+    def check(self) -> None:
+        if self.received:
+            raise _Terminated()
+
 
 @contextlib.contextmanager
-def _terminate_as_exception():
+def terminate_as_exception():
+    """Turns SIGTERM into an exception (so the caller's cleanup runs) for the block; yields
+    a `TerminationWatch`."""
+    watch = TerminationWatch()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield watch
         return
 
     def handler(signum, frame):
-        raise _Terminated("terminated (SIGTERM); nothing was written")
+        watch.received = True
+        raise _Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
-        yield
+        yield watch
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -530,7 +557,8 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     order, in parallel); make every document's instances in every dupe
     round into a global shuffle; write the shuffled records round-robin to
     the outputs. Scratch space: about 4 bytes per corpus token plus the
-    output's size, beside the first output.
+    output's size, beside the first output (or, for a remote output, in the
+    system's temporary directory).
     """
     config.validate()
     if num_workers < 1:
@@ -552,7 +580,8 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
     counts = [0] * len(output_files)
     record_documents = [[] for _ in output_files]
     try:
-        with _terminate_as_exception(), _scratch_directory(output_files[0]) as scratch:
+        with terminate_as_exception() as termination, \
+                _scratch_directory(output_files[0]) as scratch:
             progress = _progress_bar(total_input_bytes(input_files), "tokenizing", "B",
                                      show_progress)
             documents = _tokenize_corpus(input_files, config, jobs, scratch, progress)
@@ -572,6 +601,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
             if shuffle.records == 0:
                 raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
                                  "no documents with tokens")
+            termination.check()
             progress = _progress_bar(shuffle.records, "writing", "records", show_progress)
             with _AtomicRecordFiles(output_files) as writers:
                 for written, (document, record) in enumerate(shuffle):

@@ -7,10 +7,12 @@ drawn from its document's seeded generator, and the output is the records
 sorted by key: a uniformly random order of all of them.
 
 The sort runs in two passes over a scratch file. Records arrive in batches
-(one window of documents at a time) and are written to the scratch file
-grouped by bucket (a key range); afterwards each bucket in turn is read
-back, sorted by key and handed out. With as many buckets as windows, a
-bucket holds about one window's records, which is the memory bound. Since
+(all dupe rounds of one window of documents at a time) and are written to
+the scratch file grouped by bucket (a key range); afterwards each bucket in
+turn is read back, sorted by key and handed out. With as many buckets as
+windows, a bucket holds about one window's records, which is the memory
+bound. The index of where each batch's buckets start holds batches x
+buckets offsets, so batches must be few (one per window, not per job). Since
 the order is "sorted by key", it does not depend on the number of buckets,
 windows or workers.
 
@@ -66,12 +68,18 @@ class GlobalRecordShuffle:
         sizes = np.fromiter((_HEADER + len(record) for record in framed_records), np.int64,
                             len(framed_records))
         bucket_sizes = np.bincount(buckets, weights=sizes, minlength=self.num_buckets)
-        self._handle.write(b"".join(_KEY.pack(int(keys[i])) + _TAG.pack(int(tags[i]))
-                                    + framed_records[i] for i in order))
+        self._handle.writelines(_KEY.pack(int(keys[i])) + _TAG.pack(int(tags[i]))
+                                + framed_records[i] for i in order)
         self._batches.append((self._offset, np.concatenate(
             [[0], np.cumsum(bucket_sizes.astype(np.int64))])))
         self._offset += int(sizes.sum())
         self.records += len(keys)
+
+    @property
+    def index_bytes(self) -> int:
+        """Memory of the index of where each batch's buckets start: batches x (buckets + 1)
+        offsets of 8 bytes."""
+        return sum(cumulative.nbytes for _, cumulative in self._batches)
 
     def bucket_sizes(self) -> np.ndarray:
         """Bytes held by each bucket: what the second pass holds in memory at a time."""

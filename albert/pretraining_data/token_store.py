@@ -1,9 +1,9 @@
 """The tokenized corpus on disk: every document's segments of token ids, random access.
 
 Data creation tokenizes the corpus once, in corpus order, and appends each
-document here. Instance creation then visits the documents in a seeded
-random order of the *whole* corpus and draws random-document partners from
-all of it, as the original did with the corpus in memory; here the corpus
+document here. Instance creation then makes each document's instances from
+its own seeded streams and draws random-document partners from the *whole*
+corpus, as the original did with the corpus in memory; here the corpus
 stays on disk, memory-mapped by every worker, so memory does not grow with
 it.
 

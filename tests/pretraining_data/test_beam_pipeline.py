@@ -1,12 +1,16 @@
 """create_pretraining_data on Apache Beam: the one-machine bytes, from any number of workers.
 
-Beam's DirectRunner, offline: in this process (one worker), and in two worker
+Beam's local FnApiRunner (the DirectRunner's engine), offline: in this process (one worker), and in two worker
 processes with the work cut small (many blocks of raw documents, many sort
 partitions), so that numbering, joins and fragments all cross workers.
 """
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -21,7 +25,7 @@ from albert.pretraining_data.instances import InstanceConfig  # noqa: E402
 from albert.pretraining_data.masking import MaskingConfig  # noqa: E402
 from albert.pretraining_data.schema import documents_file_for  # noqa: E402
 from pretraining_records import read_records  # noqa: E402
-from scripts import assert_clean_failure, run_script, run_script_process  # noqa: E402
+from scripts import REPO, assert_clean_failure, run_script, run_script_process  # noqa: E402
 
 SEQ, PREDICTIONS = 32, 5
 SOURCES = ("a", "b", "c")
@@ -153,7 +157,7 @@ def test_without_beam_installed_the_error_names_the_install_command(tmp_path, co
         f"--vocab_file={vocab}", f"--output_file={tmp_path / 'out.tfrecord'}",
         "--beam_pipeline_options=", "--noprogress",
         env={"PYTHONPATH": str(tmp_path / "no_beam")}, timeout=300)
-    assert_clean_failure(result, 'pip install "albert-tf2[beam]"')
+    assert_clean_failure(result, 'pip install -e ".[beam]"')
     assert not (tmp_path / "out.tfrecord").exists()
 
 
@@ -230,3 +234,32 @@ def test_a_failed_pipeline_leaves_nothing_and_the_rerun_gives_the_same_bytes(
     monkeypatch.undo()
     create_pretraining_data_on_beam(paths["many_short"], spec, config, "")
     _assert_same_outputs(one, spec)
+
+
+def test_a_terminated_driver_leaves_nothing(tmp_path, corpora):
+    """SIGTERM (a scheduler stopping the driver) cleans up like any failure: one ERROR line,
+    no working directory, no output."""
+    paths, vocab = corpora
+    output = tmp_path / "out" / "train.tfrecord"
+    output.parent.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get(
+        "PYTHONPATH")])))
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+         f"--input_file={paths['many_short']}", f"--vocab_file={vocab}",
+         f"--output_file={output}", f"--max_seq_length={SEQ}",
+         f"--max_predictions_per_seq={PREDICTIONS}", "--dupe_factor=40",
+         "--beam_pipeline_options=", "--noprogress"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):  # the working directory appears once Beam is imported and set up
+        if [name for name in os.listdir(output.parent) if f".tmp-{process.pid}-" in name]:
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    else:
+        raise AssertionError("no working directory appeared")
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    assert "ERROR: terminated" in stderr, stderr
+    assert os.listdir(output.parent) == []

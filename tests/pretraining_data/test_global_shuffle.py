@@ -117,6 +117,27 @@ def test_the_bytes_depend_on_neither_workers_nor_window_size(tmp_path, blocks_co
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
 
 
+def test_the_shuffle_index_grows_with_windows_squared_not_with_jobs(tmp_path, blocks_corpus,
+                                                                     monkeypatch):
+    import albert.pretraining_data.creation as creation
+    shuffles = []
+
+    class Recorded(GlobalRecordShuffle):
+        def __init__(self, *args):
+            super().__init__(*args)
+            shuffles.append(self)
+    monkeypatch.setattr(creation, "GlobalRecordShuffle", Recorded)
+    monkeypatch.setattr(creation, "_INSTANCE_JOB_TOKENS", 100)  # several jobs per window
+    corpus, vocab = blocks_corpus
+    create_pretraining_data(corpus, str(tmp_path / "train.tfrecord"), _config(vocab),
+                            show_progress=False)
+    windows = -(-900 // 40)
+    # One row of bucket offsets per window (dupe rounds and blocks included), as many buckets
+    # as windows: 8 x windows x (windows + 1) bytes, what docs/pretraining_data.md promises.
+    assert shuffles[0].num_buckets == windows
+    assert shuffles[0].index_bytes == 8 * windows * (windows + 1)
+
+
 def test_the_shuffle_holds_a_bucket_at_a_time_and_is_uniform(tmp_path):
     rng = np.random.default_rng(1)
     records = [f"record {i}".encode() for i in range(20000)]
