@@ -114,7 +114,8 @@ def main(argv):
         predicts=FLAGS.do_predict or bool(FLAGS.export_dir),
         seed_flags={"do_predict": False, "export_dir": None,
                     "cached_dir": FLAGS.cached_dir or out},
-        predict_flags={"do_train": False, "do_eval": False}))
+        predict_flags={"do_train": False, "do_eval": False},
+        carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
 
 
 def run_once():
@@ -150,7 +151,9 @@ def run_once():
         head_dropout=FLAGS.classifier_dropout, initial_weights=weights,
         settings={"task": glue_task.name, "max_seq_length": FLAGS.max_seq_length,
                   **tokenizer_settings(tokenizer)})
-    # The run directory and the training settings are checked before any file is written.
+    # The run directory and the settings are checked before any file is written (the data
+    # order of a resumed training run too, in start_writing; a busy directory or a checkpoint
+    # that does not fit the model only when the loop starts, after the caches).
     directory = finetuning.check_output_dir(FLAGS.output_dir, task)
     trainer = finetuning.make_trainer(
         runtime, task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
@@ -160,9 +163,9 @@ def run_once():
         keep_checkpoint_max=FLAGS.keep_checkpoint_max)
     if FLAGS.do_eval and not FLAGS.do_train:
         finetuning.check_checkpoints_to_evaluate(FLAGS.output_dir)
-    if (FLAGS.do_predict or FLAGS.export_dir) and not FLAGS.do_train:
+    if FLAGS.do_predict or FLAGS.export_dir:
         finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
-                                                       evaluates=FLAGS.do_eval)
+                                                   trains=FLAGS.do_train, evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     cached_dir = FLAGS.cached_dir or FLAGS.output_dir
     caches = {}
@@ -174,7 +177,7 @@ def run_once():
                                        FLAGS.max_seq_length, tokenizer)
     test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
                      if FLAGS.do_predict else None)
-    finetuning.start_writing(directory, task, [
+    finetuning.start_writing(directory, task, trainer, FLAGS.do_train, [
         *(path for cache in caches.values() for path in cache.files()),
         *prediction_files(FLAGS.output_dir, glue_task)])
     for cache in caches.values():

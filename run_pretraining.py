@@ -80,7 +80,8 @@ flags.DEFINE_string("master", None, "Accepted for compatibility.")
 flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy counts cores).")
 flags.DEFINE_float("masked_lm_budget", 0,
                    "If > 0, draw masks on the fly at this masking rate (fresh masks every time a "
-                   "record is read) with the create_pretraining_data algorithm.")
+                   "record is read) with the create_pretraining_data algorithm at its default "
+                   "settings (whole words, n-grams up to 3, shorter ones favoured).")
 flags.DEFINE_bool("sentence_objective", True,
                   "Add the sentence-pair loss (sentence order, or next sentence for data made with "
                   "--random_next_sentence) to the masked-LM loss; --nosentence_objective trains the "
@@ -119,6 +120,9 @@ flags.DEFINE_integer("input_shards", 1,
 cli.define_config_flags()
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.mark_flags_as_required(["input_file", "output_dir"])
+# Flags defined in other modules are listed by --help only when declared key flags here.
+for _module in (distribute, memory, cli):
+    flags.adopt_module_key_flags(_module)
 
 FLAGS = flags.FLAGS
 

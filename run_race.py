@@ -100,7 +100,8 @@ def main(argv):
         seed_flags={"do_predict": False,
                     "train_file": FLAGS.train_file or io.join(out, "race_train.tf_record"),
                     "eval_file": FLAGS.eval_file or io.join(out, "race_eval.tf_record")},
-        predict_flags={"do_train": False, "do_eval": False}))
+        predict_flags={"do_train": False, "do_eval": False},
+        carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
 
 
 def run_once():
@@ -129,7 +130,9 @@ def run_once():
         settings={"task": "race", "max_seq_length": FLAGS.max_seq_length,
                   "max_qa_length": FLAGS.max_qa_length, "num_choices": FLAGS.num_choices,
                   "levels": list(levels), **tokenizer_settings(tokenizer)})
-    # The run directory and the training settings are checked before any file is written.
+    # The run directory and the settings are checked before any file is written (the data
+    # order of a resumed training run too, in start_writing; a busy directory or a checkpoint
+    # that does not fit the model only when the loop starts, after the caches).
     directory = finetuning.check_output_dir(FLAGS.output_dir, task)
     trainer = finetuning.make_trainer(
         runtime, task, strategy, output_dir=FLAGS.output_dir, train_step=FLAGS.train_step,
@@ -139,9 +142,9 @@ def run_once():
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
     if FLAGS.do_eval and not FLAGS.do_train:
         finetuning.check_checkpoints_to_evaluate(FLAGS.output_dir)
-    if FLAGS.do_predict and not FLAGS.do_train:
+    if FLAGS.do_predict:
         finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
-                                                       evaluates=FLAGS.do_eval)
+                                                   trains=FLAGS.do_train, evaluates=FLAGS.do_eval)
     # Every input is read (and so checked) before any cache is written.
     caches = {}
     for wanted, split, path, default in (
@@ -155,7 +158,7 @@ def run_once():
                                FLAGS.num_choices) if FLAGS.do_predict else None)
     if FLAGS.do_predict and not test_examples:
         raise InputError(f"RACE test ({', '.join(levels)}) holds no questions")
-    finetuning.start_writing(directory, task, [
+    finetuning.start_writing(directory, task, trainer, FLAGS.do_train, [
         *(path for cache in caches.values() for path in cache.files()),
         *race_prediction_files(FLAGS.output_dir)])
     for cache in caches.values():

@@ -148,7 +148,8 @@ def main(argv):
                         out, "predict.tf_record"),
                     "predict_feature_left_file": FLAGS.predict_feature_left_file or io.join(
                         out, "predict_left.json")},
-        predict_flags={"do_train": False, "train_file": None}))
+        predict_flags={"do_train": False, "train_file": None},
+        carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
 
 
 def run_once():
@@ -172,7 +173,9 @@ def run_once():
                                "doc_stride": FLAGS.doc_stride,
                                "max_query_length": FLAGS.max_query_length,
                                **tokenizer_settings(tokenizer)})
-    # The run directory is checked before any feature file is written into it.
+    # The run directory is checked before any feature file is written into it (the data order
+    # of a resumed training run in start_writing; a busy directory or a checkpoint that does
+    # not fit the model only when the loop starts, after the feature files).
     directory = finetuning.check_output_dir(FLAGS.output_dir, task)
     # Every input is read (and so checked) before any feature file is written.
     train_cache, scorable, write_predict_features = None, True, lambda: None
@@ -191,7 +194,7 @@ def run_once():
                              "checkpoint by; train with a dev file that has them")
         if not FLAGS.do_train:
             finetuning.check_something_to_predict_with(FLAGS.output_dir, init_checkpoint,
-                                                           evaluates=scorable)
+                                                       trains=False, evaluates=scorable)
         predict_files = (
             FLAGS.predict_feature_file or io.join(FLAGS.output_dir, "predict.tf_record"),
             FLAGS.predict_feature_left_file or io.join(FLAGS.output_dir, "predict_left.json"))
@@ -222,7 +225,7 @@ def run_once():
         eval_batch_size=FLAGS.predict_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
-    finetuning.start_writing(directory, task, feature_files)
+    finetuning.start_writing(directory, task, trainer, FLAGS.do_train, feature_files)
     if train_cache is not None and FLAGS.do_train:
         squad.write_train_features(train_cache, tokenizer, *lengths)
         task.train_cache, task.train_records = train_cache.path, train_cache.records

@@ -115,25 +115,35 @@ def check_checkpoints_to_evaluate(output_dir: str) -> None:
 
 
 def check_something_to_predict_with(output_dir: str, init_checkpoint: Optional[str],
-                                    evaluates: bool) -> None:
-    """A run that predicts without training needs model.ckpt-best, checkpoints this run
-    evaluates (`evaluates`) to make one, or a fine-tuned --init_checkpoint."""
-    if init_checkpoint or io.exists(io.join(output_dir, "model.ckpt-best.index")):
+                                    trains: bool, evaluates: bool) -> None:
+    """A run that predicts (or exports) uses model.ckpt-best, which only dev evaluation makes,
+    or, when it does not train, a fine-tuned --init_checkpoint: checked before the run
+    trains, not after."""
+    if io.exists(io.join(output_dir, "model.ckpt-best.index")):
         return
-    if evaluates and TrainingCheckpoints(output_dir).steps():
+    if trains:
+        if evaluates:
+            return
+        raise InputError("--do_predict / --export_dir use model.ckpt-best, the checkpoint that "
+                         "scored best on dev, and only --do_eval makes it: add --do_eval")
+    if init_checkpoint or (evaluates and TrainingCheckpoints(output_dir).steps()):
         return
     raise InputError(f"Nothing to predict with: no checkpoint in {output_dir} and no fine-tuned "
                      "--init_checkpoint (train with --do_train first)")
 
 
-def start_writing(directory, task, outputs) -> None:
+def start_writing(directory, task, trainer, trains: bool, outputs) -> None:
     """Called once every check has passed, before the run's first write.
 
-    Removes what runs killed outright left of this run's outputs (their
-    temporaries; a run still writing one keeps it), and records the run
-    files (config and settings), so a later run with other settings is
-    refused even when this one only evaluates or predicts.
+    Checks the run files once more with the data order of a run that trains
+    (`trainer.run_files`: batch size, seed, ...; a resume with another one is
+    refused here, before the caches), removes what runs killed outright left
+    of this run's outputs (their temporaries; a run still writing one keeps
+    it), and records the run files (config and settings), so a later run
+    with other settings is refused even when this one only evaluates or
+    predicts.
     """
+    directory.check_run_files(trainer.run_files(training=trains))
     own = [directory.path(name) for name in (*task.run_files(), EVAL_JSON, EVAL_TXT)]
     for path in [*own, *outputs]:
         for stale in io.remove_stale_temporaries(path):

@@ -6,10 +6,13 @@ turn them into a `FinetuningRuntime` with `runtime_from_flags`; the steps they
 share (`albert.finetuning`) take that and read no flags.
 """
 
+from typing import Dict
+
 from absl import flags
 
-from albert import cli, memory, restarts
-from albert.checkpoints import format_names
+from albert import cli, io, memory, restarts
+from albert.checkpoints import ALBERT_CONFIG_FILE, format_names
+from albert.checkpoints.keras_hub_preset import preset_tokenizer
 from albert.errors import InputError
 from albert.finetuning import FinetuningRuntime
 from albert.training import distribute
@@ -69,6 +72,19 @@ def define_runtime_flags() -> None:
     flags.adopt_module_key_flags(distribute)
     flags.adopt_module_key_flags(cli)
     flags.adopt_module_key_flags(restarts)
+    flags.adopt_module_key_flags(memory)
+
+
+def flags_carried_by_initial_checkpoint(best_directory: str) -> Dict[str, object]:
+    """`RestartPlan.carried_flags`: where the seeds took the config and the tokenizer from the
+    initial checkpoint (a KerasHub preset, a Hugging Face directory, an export), the final
+    run takes the config the best seed wrote and the preset's SentencePiece model."""
+    values = {}
+    if not FLAGS.albert_config_file:
+        values["albert_config_file"] = io.join(best_directory, ALBERT_CONFIG_FILE)
+    if not FLAGS.spm_model_file and not FLAGS.vocab_file and FLAGS.init_checkpoint:
+        values["spm_model_file"] = preset_tokenizer(FLAGS.init_checkpoint)
+    return values
 
 
 def runtime_from_flags() -> FinetuningRuntime:

@@ -52,12 +52,16 @@ class RestartPlan:
       seed_flags: flag values of every seed's run besides the output directory and
         seed (e.g. no predictions; caches shared in `<output_dir>`).
       predict_flags: flag values of the final run from the best seed (no training).
+      carried_flags: given the best seed's directory, flag values that stand in for what
+        the initial checkpoint carried (its config, its tokenizer): the final run
+        starts from the best seed's model.ckpt-best, which carries neither.
     """
 
     evaluates: bool
     predicts: bool
     seed_flags: Dict[str, object]
     predict_flags: Dict[str, object]
+    carried_flags: Callable[[str], Dict[str, object]] = lambda best_directory: {}
 
 
 @contextlib.contextmanager
@@ -121,11 +125,17 @@ def main(run_once: Callable[[], None], plan: RestartPlan) -> None:
         best = summary["best"]
         logging.info("Predicting with the best seed, %d (%s = %.4f at step %d)", best["seed"],
                      summary["metric"], best[summary["metric"]], best["step"])
-        with flag_values(dict(plan.predict_flags, output_dir=output_dir, random_seed=first_seed,
-                              init_checkpoint=io.join(best["output_dir"], "model.ckpt-best"),
-                              init_checkpoint_format="tf1", init_encoder_only=False,
-                              albert_hub_module_handle=None)):
+        with flag_values(_predict_flags(plan, output_dir, first_seed, best["output_dir"])):
             run_once()
+
+
+def _predict_flags(plan: RestartPlan, output_dir: str, first_seed: int,
+                   best_directory: str) -> Dict[str, object]:
+    """The final run's flags: no training, the best seed's model.ckpt-best."""
+    return dict(plan.predict_flags, output_dir=output_dir, random_seed=first_seed,
+                init_checkpoint=io.join(best_directory, "model.ckpt-best"),
+                init_checkpoint_format="tf1", init_encoder_only=False,
+                albert_hub_module_handle=None, **plan.carried_flags(best_directory))
 
 
 def _clear_session() -> None:

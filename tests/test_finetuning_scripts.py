@@ -162,6 +162,10 @@ def test_a_config_smaller_than_the_vocabulary_is_refused_before_writing(tmp_path
     ("run_race.py", {"do_train": False, "init_checkpoint": "INIT"},
      "No checkpoint to evaluate in"),
     ("run_race.py", {"do_train": False, "do_eval": False}, "Nothing to predict with"),
+    ("run_classifier.py", {"do_eval": False}, "only --do_eval makes it: add --do_eval"),
+    ("run_classifier.py", {"do_eval": False, "do_predict": False, "export_dir": "EXPORT"},
+     "only --do_eval makes it: add --do_eval"),
+    ("run_race.py", {"do_eval": False}, "only --do_eval makes it: add --do_eval"),
     ("run_squad_v1.py", {"version_2_with_negative": True},
      "run_squad_v1.py runs SQuAD v1.1: --version_2_with_negative contradicts it"),
     ("run_squad_v2.py", {"version_2_with_negative": False},
@@ -172,6 +176,8 @@ def test_a_mistake_found_late_before_is_now_found_before_writing(tmp_path, synth
     _, spm = synthetic_corpus
     if flags.get("init_checkpoint") == "INIT":
         flags["init_checkpoint"] = _pretrained(tmp_path)
+    if flags.get("export_dir") == "EXPORT":
+        flags["export_dir"] = tmp_path / "out" / "export"
     result = run_script(*_command(script, tmp_path, spm, **flags))
     assert_clean_failure(result, message)
     assert not (tmp_path / "out").exists()
@@ -191,12 +197,16 @@ def _pretrained(tmp_path):
 
 
 # ---------------------------------------------------------------------- point 8
-@pytest.mark.parametrize("script", [*SCRIPTS, "run_squad_v1.py", "run_squad_v2.py"])
+@pytest.mark.parametrize("script", [*SCRIPTS, "run_squad_v1.py", "run_squad_v2.py",
+                                    "run_pretraining.py"])
 def test_help_lists_the_shared_flags(script):
     shown = run_script(script, "--help")
-    for flag in ("init_encoder_only", "strategy", "random_seed", "mixed_precision", "use_tpu",
-                 "tpu_name", "num_tpu_cores", "iterations_per_loop",
-                 "allow_unknown_config_keys"):
+    shared = ("strategy", "cpu_devices", "mixed_precision", "random_seed",
+              "gradient_accumulation_steps", "rematerialize", "allow_unknown_config_keys")
+    if script != "run_pretraining.py":
+        shared += ("init_encoder_only", "use_tpu", "tpu_name", "num_tpu_cores",
+                   "iterations_per_loop")
+    for flag in shared:
         assert f"--{flag}:" in shown.stdout or f"--[no]{flag}:" in shown.stdout, (script, flag)
     if script.startswith("run_squad_v"):
         fixed = "true" if script == "run_squad_v2.py" else "false"
@@ -331,19 +341,24 @@ def test_sigterm_to_a_paper_reproduction_reaches_its_step_which_saves_first(tmp_
     assert os.path.exists(saved[0].group(2) + ".index")
 
 
-@pytest.mark.parametrize("script", ["run_classifier.py", "run_race.py"])
-def test_a_keras_hub_preset_fine_tunes_with_its_own_config_and_tokenizer(tmp_path, script,
-                                                                        synthetic_corpus):
-    """A KerasHub user's preset: no --albert_config_file, no --spm_model_file."""
+def _keras_hub_preset(tmp_path, spm):
     pytest.importorskip("keras_hub")
     from albert.checkpoints import model_weights, write_checkpoint
     from albert.modeling import AlbertPretrainer
 
-    _, spm = synthetic_corpus
     config = tiny_config(vocab_size=1200, max_position_embeddings=64)
     preset = tmp_path / "preset"
     write_checkpoint(model_weights(AlbertPretrainer(config)), config, str(preset), "keras_hub",
                      spm_model_file=spm)
+    return preset
+
+
+@pytest.mark.parametrize("script", ["run_classifier.py", "run_race.py"])
+def test_a_keras_hub_preset_fine_tunes_with_its_own_config_and_tokenizer(tmp_path, script,
+                                                                        synthetic_corpus):
+    """A KerasHub user's preset: no --albert_config_file, no --spm_model_file."""
+    _, spm = synthetic_corpus
+    preset = _keras_hub_preset(tmp_path, spm)
     result = run_script(*_command(script, tmp_path, spm, albert_config_file=None,
                                   spm_model_file=None, init_checkpoint=preset))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -351,7 +366,36 @@ def test_a_keras_hub_preset_fine_tunes_with_its_own_config_and_tokenizer(tmp_pat
     assert list((tmp_path / "out").glob("*.tsv")) or list((tmp_path / "out").glob("*.json"))
 
 
+def test_restarts_from_a_preset_predict_with_the_preset_config_and_tokenizer(tmp_path,
+                                                                            synthetic_corpus):
+    """The final run of --restarts starts from the best seed's model.ckpt-best, which carries
+    no config or tokenizer: it takes the config the seeds wrote and the preset's tokenizer."""
+    _, spm = synthetic_corpus
+    preset = _keras_hub_preset(tmp_path, spm)
+    result = run_script(*_command("run_classifier.py", tmp_path, spm, albert_config_file=None,
+                                  spm_model_file=None, init_checkpoint=preset, restarts=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "out"
+    best = json.loads((out / "restarts.json").read_text())["best"]["seed"]
+    assert (out / "albert_config.json").read_text() == \
+        (out / f"seed-{best}" / "albert_config.json").read_text()
+    assert f"Predicting with {out}/seed-{best}/model.ckpt-best" in result.stderr
+    assert list(out.glob("*.tsv"))
+
+
 def test_without_a_config_or_a_preset_the_script_says_what_it_needs(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     result = run_script(*_command("run_classifier.py", tmp_path, spm, albert_config_file=None))
     assert_clean_failure(result, "--albert_config_file is required")
+
+
+def test_a_resume_with_another_data_order_is_refused_before_the_caches(tmp_path,
+                                                                       synthetic_corpus):
+    _, spm = synthetic_corpus
+    first = run_script(*_command("run_classifier.py", tmp_path, spm, do_predict=False))
+    assert first.returncode == 0, first.stderr[-3000:]
+    caches = tmp_path / "new-caches"
+    result = run_script(*_command("run_classifier.py", tmp_path, spm, do_predict=False,
+                                  train_batch_size=8, train_step=8, cached_dir=caches))
+    assert_clean_failure(result, "holds a run with another data_order.json")
+    assert not caches.exists()

@@ -176,8 +176,12 @@ class PretrainingTask(Task):
         return {ALBERT_CONFIG_FILE: self.config.to_json_string()}
 
     def data_order(self) -> dict:
-        # Masks drawn on the fly are part of what step s reads: a resume must draw them alike.
-        return {"dynamic_masking": DynamicMasking.version} if self.masked_lm_budget > 0 else {}
+        # Masks drawn on the fly are part of what step s reads: a resume must draw them alike,
+        # by the same algorithm at the same rate.
+        if self.masked_lm_budget <= 0:
+            return {}
+        return {"dynamic_masking": DynamicMasking.version,
+                "masked_lm_budget": self.masked_lm_budget}
 
     def _dynamic_masking(self) -> Optional[DynamicMasking]:
         if self.masked_lm_budget <= 0:

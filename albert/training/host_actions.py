@@ -8,9 +8,11 @@ records to its sinks, then asks whether to save:
   last step, and when the workers agree to stop) and so how many steps the
   next device call may run;
 * `step_records` / `first_non_finite`: the per-step records and the guard;
-* sinks, each `write(records)`: `StepLog` (`train_log.jsonl` and TensorBoard,
-  through the run directory), `Findings` (the task's diagnostics),
-  `ProgressDisplay` (the bar or its log lines);
+* sinks, each `write(records)`, in this order: `Findings` (the task's
+  diagnostics; it adds fields to the records, such as the masked-LM loss
+  above the unigram loss), `StepLog` (`train_log.jsonl` and TensorBoard,
+  through the run directory), `ProgressDisplay` (the bar or its log lines);
+  the steps before a diverged one reach them too;
 * `StopAgreement`: SIGTERM on any worker stops every worker at the same step.
 
 A new sink is a class with `write(records)` added to the list

@@ -53,7 +53,8 @@ from albert.training.inputs import (TaskInput, check_global_batch,
                                     distributed_training_dataset)
 from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
-from albert.training.replica_step import replica_values, train_steps_function
+from albert.training.replica_step import (check_optimizer_takes_summed_gradients,
+                                          replica_values, train_steps_function)
 from albert.training.run_directory import DATA_ORDER_FILE, RunDirectory
 
 logger = logging.getLogger("albert")
@@ -239,6 +240,7 @@ class Trainer:
             if self.config.rematerialize and not set_rematerialization(model):
                 raise InputError("--rematerialize: this model has no ALBERT encoder")
             optimizer = self.make_optimizer(self.variable_names(model))
+            check_optimizer_takes_summed_gradients(optimizer)  # before anything is written
             if self.config.mixed_precision == "mixed_float16":
                 optimizer = AlbertLossScaleOptimizer(
                     optimizer, initial_scale=self.config.initial_loss_scale)
@@ -254,16 +256,22 @@ class Trainer:
             # First, while every worker is still here: a check one worker alone
             # fails would leave the others waiting in this collective.
             self._check_workers_share_output_dir(step)
-        run_files = dict(self.task.run_files())
-        if training:
-            run_files[DATA_ORDER_FILE] = io.json_text({**self.config.data_order(),
-                                                       **self.task.data_order()})
+        run_files = self.run_files(training)
         self.directory.check_run_files(run_files)
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)
         self.directory.lock(*locks)
         self.directory.write_run_files(run_files)
         return step
+
+    def run_files(self, training: bool) -> Dict[str, str]:
+        """The files a run keeps in its directory and a resume must match: the task's (config,
+        settings) and, for a run that trains, the data order."""
+        run_files = dict(self.task.run_files())
+        if training:
+            run_files[DATA_ORDER_FILE] = io.json_text({**self.config.data_order(),
+                                                       **self.task.data_order()})
+        return run_files
 
     def _check_workers_share_output_dir(self, step: Optional[int]) -> None:
         """Refuses (on every worker) a cluster whose workers see different checkpoints.
@@ -348,7 +356,7 @@ class Trainer:
         while step < config.num_train_steps:
             count = schedule.steps_in_next_call(step, config.steps_per_loop)
             records = self._device_steps(train_steps, step, count, task_input)
-            self._stop_if_diverged(records)
+            self._stop_if_diverged(records, sinks)
             for sink in sinks:
                 sink.write(records)
             step += count
@@ -391,12 +399,14 @@ class Trainer:
         return step_records(values, step, count, time.time() - start,
                             self.config.train_batch_size)
 
-    def _stop_if_diverged(self, records) -> None:
-        """A NaN or infinite loss: logs the steps before it, then stops the run."""
+    def _stop_if_diverged(self, records, sinks) -> None:
+        """A NaN or infinite loss: hands the steps before it to the sinks, then stops the run."""
         bad = first_non_finite(records, self.task.loss_names)
         if bad is None:
             return
-        self.directory.log_steps(records[:bad])
+        if bad:
+            for sink in sinks:
+                sink.write(records[:bad])
         raise TrainingDivergedError(
             f"The loss became {records[bad]['loss']} at step {records[bad]['step']}; stopping. "
             f"The last checkpoint ({self.checkpoints.latest_step() or 'none'}) is kept. Lower "

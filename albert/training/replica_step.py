@@ -50,6 +50,18 @@ def compiles_whole_step(strategy, jit_compile: bool) -> bool:
     return jit_compile and strategy.num_replicas_in_sync == 1 and not is_tpu(strategy)
 
 
+def check_optimizer_takes_summed_gradients(optimizer) -> None:
+    """Gradients reach the optimizer summed (step 3): it must have been built not to sum
+    them again, which only ALBERT's optimizers can be."""
+    owner = inner_optimizer(optimizer)
+    if not getattr(owner, "gradients_summed_by_caller", False):
+        raise TypeError(
+            f"The training loop sums the gradients across replicas before the optimizer "
+            f"applies them: it needs one of ALBERT's optimizers "
+            f"(albert.training.optimization) built with gradients_summed_by_caller=True "
+            f"({type(owner).__name__} is not)")
+
+
 class ReplicaStep:
     """One optimizer step on this replica (steps 1-4 of the module docstring).
 
@@ -77,15 +89,7 @@ class ReplicaStep:
         self.variables = model.trainable_variables
         self.scales_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self.replicas = strategy.num_replicas_in_sync
-        # Gradients reach the optimizer summed (step 3): it must have been built not to
-        # sum them again, which only ALBERT's optimizers can be.
-        owner = inner_optimizer(optimizer)
-        if not getattr(owner, "gradients_summed_by_caller", False):
-            raise TypeError(
-                f"The training loop sums the gradients across replicas before the optimizer "
-                f"applies them: it needs one of ALBERT's optimizers "
-                f"(albert.training.optimization) built with gradients_summed_by_caller=True "
-                f"({type(owner).__name__} is not)")
+        check_optimizer_takes_summed_gradients(optimizer)
         self.forward_backward = self._forward_backward
         self.step = self._step
         if whole_step is None:

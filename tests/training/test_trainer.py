@@ -201,7 +201,13 @@ def test_a_run_with_dynamic_masks_resumes_only_with_masks_drawn_alike(tmp_path,
     _trainer(files, output_dir, steps=4, every=4, masked_lm_budget=0.15).train()
     order_file = os.path.join(output_dir, "data_order.json")
     order = json.load(open(order_file))
-    assert order["dynamic_masking"] == MASKING_VERSION
+    assert (order["dynamic_masking"], order["masked_lm_budget"]) == (MASKING_VERSION, 0.15)
+    before = _snapshot(output_dir)
+    # The same masks at another rate: another data order.
+    with pytest.raises(InputError, match=r"another data_order.json \(masked_lm_budget: 0.15 "
+                                         r"there, 0.2 here\)"):
+        _trainer(files, output_dir, steps=8, every=4, masked_lm_budget=0.2).train()
+    assert _snapshot(output_dir) == before
     # A run begun before the masks were drawn this way recorded no version.
     del order["dynamic_masking"]
     io.write_text_atomically(order_file, json.dumps(order))
