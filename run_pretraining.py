@@ -80,8 +80,9 @@ flags.DEFINE_string("master", None, "Accepted for compatibility.")
 flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy counts cores).")
 flags.DEFINE_float("masked_lm_budget", 0,
                    "If > 0, draw masks on the fly at this masking rate (fresh masks every time a "
-                   "record is read) with the create_pretraining_data algorithm at its default "
-                   "settings (whole words, n-grams up to 3, shorter ones favoured).")
+                   "record is read) with the create_pretraining_data algorithm and the data's "
+                   "span settings (--ngram, --favor_shorter_ngram, --do_whole_word_mask, from "
+                   "its summary; the defaults without one).")
 flags.DEFINE_bool("sentence_objective", True,
                   "Add the sentence-pair loss (sentence order, or next sentence for data made with "
                   "--random_next_sentence) to the masked-LM loss; --nosentence_objective trains the "

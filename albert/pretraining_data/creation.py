@@ -626,7 +626,8 @@ def write_report(config: DataConfig, summary: "Summary", tokenizer, seconds: flo
         config.schema, vocab_size=tokenizer.vocab_size,
         max_token_id=summary.instances.max_token_id,
         special_ids=SpecialIds(cls=tokenizer.cls_id, sep=tokenizer.sep_id, mask=tokenizer.mask_id),
-        record_counts={io.basename(path): count for path, count in zip(output_files, counts)}))
+        record_counts={io.basename(path): count for path, count in zip(output_files, counts)},
+        masking=dataclasses.asdict(config.instance.masking)))
     documents_file = documents_file_for(summary_file)
     _write_record_documents(documents_file, output_files, record_documents)
     report.update(documents_file=io.basename(documents_file),

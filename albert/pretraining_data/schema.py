@@ -136,6 +136,9 @@ class DataContract:
     vocab_size: Optional[int] = None
     max_token_id: Optional[int] = None
     special_ids: Optional[SpecialIds] = None
+    # The span settings the masks were drawn with (`MASKING_SETTINGS`); None without a
+    # summary that records them (dynamic masking then uses the defaults).
+    masking: Optional[Dict[str, object]] = None
     summaries: Tuple[str, ...] = ()
     # Files whose records are not known to be in a uniformly shuffled order
     # (a summary without `"shuffle": "global"`, or no summary at all).
@@ -150,8 +153,14 @@ class DataContract:
         return sum(self.record_counts)
 
 
+# How create_pretraining_data drew its masks, beyond the rate: what masks drawn on the fly
+# (run_pretraining.py --masked_lm_budget) must draw alike.
+MASKING_SETTINGS = ("ngram", "favor_shorter_ngram", "do_whole_word_mask")
+
+
 def summary_contract_fields(schema: PretrainingSchema, vocab_size: int, max_token_id: int,
-                            special_ids: SpecialIds, record_counts: Dict[str, int]) -> dict:
+                            special_ids: SpecialIds, record_counts: Dict[str, int],
+                            masking: Dict[str, object]) -> dict:
     """The contract part of a data summary, as `create_pretraining_data` writes it."""
     return {
         "format_version": SUMMARY_FORMAT_VERSION,
@@ -161,6 +170,7 @@ def summary_contract_fields(schema: PretrainingSchema, vocab_size: int, max_toke
         "max_token_id": max_token_id,
         "special_ids": special_ids.as_dict(),
         "has_token_boundary": True,
+        "masking": {name: masking[name] for name in MASKING_SETTINGS},
         # Keyed by file name: the summary sits in the same directory.
         "record_counts": record_counts,
     }
@@ -215,7 +225,8 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
                     raise InputError(f"{summary_path} says {key} = {summary.get(key)}, but the "
                                      f"records of {path} have {fields[key]}; the summary is stale")
             fields.update(vocab_size=summary.get("vocab_size"),
-                          special_ids=summary.get("special_ids"))
+                          special_ids=summary.get("special_ids"),
+                          masking=summary.get("masking"))
             counts.append(int(summary["record_counts"][io.basename(path)]))
             max_ids.append(summary.get("max_token_id"))
             boundaries.append(bool(summary.get("has_token_boundary")))
@@ -249,4 +260,5 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
         vocab_size=values.get("vocab_size", (None,))[0],
         max_token_id=max(known_max_ids) if len(known_max_ids) == len(files) else None,
         special_ids=SpecialIds(**special) if special else None,
+        masking=values.get("masking", (None,))[0],
         summaries=tuple(sources), not_globally_shuffled=tuple(unshuffled))

@@ -17,7 +17,7 @@ from albert.modeling import (AlbertPretrainer, pretraining_losses, pretraining_m
                              pretraining_normalizers)
 from albert.pretraining_data.inputs import DynamicMasking, PretrainingParser
 from albert.pretraining_data.masking import MaskingConfig, MaskingVocabulary
-from albert.pretraining_data.schema import DataContract
+from albert.pretraining_data.schema import MASKING_SETTINGS, DataContract
 from albert.records.streams import RecordSource
 from albert.training.diagnostics import (Diagnostics, OneLabelHead, UnigramPlateau,
                                          unigram_cross_entropy)
@@ -195,8 +195,11 @@ class PretrainingTask(Task):
                              "vocabulary size from the data summary (<output>.summary.json of "
                              "create_pretraining_data.py), found beside none of the input files")
         return DynamicMasking(
+            # The data's span settings (n-gram length, whole words), as its summary recorded.
             MaskingConfig(masked_lm_prob=self.masked_lm_budget,
-                          max_predictions_per_seq=data.max_predictions_per_seq),
+                          max_predictions_per_seq=data.max_predictions_per_seq,
+                          **{name: value for name, value in (data.masking or {}).items()
+                             if name in MASKING_SETTINGS}),
             MaskingVocabulary(vocab_size=data.vocab_size, mask_id=data.special_ids.mask,
                               cls_id=data.special_ids.cls, sep_id=data.special_ids.sep),
             self.seed)

@@ -267,3 +267,37 @@ def test_stored_masks_repeated_or_out_of_range_are_undone_before_masking_again()
         np.testing.assert_array_equal(drawn["input_ids"][unmasked], original[unmasked])
         seen.update(chosen.tolist())
     assert seen == {1, 2, 3, 4, 5, 7, 8}  # every real piece but [CLS] and [SEP]
+
+
+def test_masks_drawn_on_the_fly_use_the_span_settings_the_data_was_made_with(tmp_path,
+                                                                            synthetic_corpus):
+    """--ngram / --favor_shorter_ngram / --do_whole_word_mask of create_pretraining_data go
+    into the summary, and run_pretraining.py --masked_lm_budget draws its masks with them."""
+    from albert.config import AlbertConfig
+    from albert.tasks.pretraining import PretrainingTask
+
+    corpus, model = synthetic_corpus
+    made_with = MaskingConfig(max_predictions_per_seq=PREDICTIONS, ngram=2,
+                              favor_shorter_ngram=False, do_whole_word_mask=False)
+    config = DataConfig(instance=InstanceConfig(max_seq_length=SEQ, masking=made_with),
+                        spm_model_file=model, dupe_factor=1)
+    output = str(tmp_path / "bigrams.tfrecord")
+    create_pretraining_data(corpus, output, config, show_progress=False)
+    contract = load_data_contract([output])
+    assert contract.masking == {"ngram": 2, "favor_shorter_ngram": False,
+                                "do_whole_word_mask": False}
+    task = PretrainingTask(config=AlbertConfig(vocab_size=1200), train_data=contract,
+                           masked_lm_budget=0.2)
+    assert task._dynamic_masking().masking == MaskingConfig(
+        masked_lm_prob=0.2, max_predictions_per_seq=PREDICTIONS, ngram=2,
+        favor_shorter_ngram=False, do_whole_word_mask=False)
+    # Records from before the summary recorded them: the defaults.
+    summary_path = output + ".summary.json"
+    summary = json.load(open(summary_path))
+    del summary["masking"]
+    with open(summary_path, "w") as handle:
+        json.dump(summary, handle)
+    old = PretrainingTask(config=AlbertConfig(vocab_size=1200),
+                          train_data=load_data_contract([output]), masked_lm_budget=0.2)
+    assert old._dynamic_masking().masking == MaskingConfig(masked_lm_prob=0.2,
+                                                           max_predictions_per_seq=PREDICTIONS)
