@@ -399,3 +399,23 @@ def test_a_resume_with_another_data_order_is_refused_before_the_caches(tmp_path,
                                   train_batch_size=8, train_step=8, cached_dir=caches))
     assert_clean_failure(result, "holds a run with another data_order.json")
     assert not caches.exists()
+
+
+def test_training_without_evaluation_keeps_every_checkpoint_for_the_evaluation_run(
+        tmp_path, synthetic_corpus):
+    """run_glue.sh trains with --nodo_eval, then evaluates: the best of all checkpoints, as
+    the original, which kept every one (a checkpoint is deleted only once evaluated)."""
+    _, spm = synthetic_corpus
+    train = run_script(*_command("run_classifier.py", tmp_path, spm, do_eval=False,
+                                 do_predict=False, train_step=12, save_checkpoints_steps=2,
+                                 keep_checkpoint_max=2))
+    assert train.returncode == 0, train.stderr[-3000:]
+    out = tmp_path / "out"
+    assert sorted(int(p.name[len("model.ckpt-"):-len(".index")])
+                  for p in out.glob("model.ckpt-*.index")) == [2, 4, 6, 8, 10, 12]
+    evaluate = run_script(*_command("run_classifier.py", tmp_path, spm, do_train=False,
+                                    do_predict=False, train_step=12, save_checkpoints_steps=2,
+                                    keep_checkpoint_max=2))
+    assert evaluate.returncode == 0, evaluate.stderr[-3000:]
+    journal = json.loads((out / "eval_results.json").read_text())
+    assert [e["step"] for e in journal["evaluations"]] == [2, 4, 6, 8, 10, 12]

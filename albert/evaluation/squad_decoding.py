@@ -134,7 +134,9 @@ def _softmax(scores: Sequence[float]) -> List[float]:
         return []
     largest = max(scores)
     exps = [math.exp(score - largest) for score in scores]
-    total = sum(exps)
+    total = 0.0
+    for value in exps:  # added one by one as the original: sum() compensates from Python 3.12
+        total += value
     return [value / total for value in exps]
 
 

@@ -146,6 +146,9 @@ class TrainerConfig:
     eval_batch_size: int = 64
     save_checkpoints_steps: int = 5000
     keep_checkpoint_max: int = 5
+    # Never delete a checkpoint that was not evaluated, also when this run does not evaluate:
+    # fine-tuning's two-step workflow (train, then --do_eval picks the best of all).
+    keep_unevaluated_checkpoints: bool = False
     steps_per_loop: int = 1
     max_eval_steps: int = 100
     jit_compile: bool = False
@@ -374,7 +377,9 @@ class Trainer:
                 # when the same command resumes (every checkpoint is, once).
                 if do_eval and self.worker.is_chief and not preempted:
                     last_eval = self.evaluate_and_track(step, model)
-                self.checkpoints.prune(self._unevaluated() if do_eval else ())
+                self.checkpoints.prune(
+                    self._unevaluated()
+                    if do_eval or config.keep_unevaluated_checkpoints else ())
             if preempted:
                 raise RunPreempted(f"SIGTERM at step {step}: saved {self.checkpoints.prefix(step)}"
                                    "; the same command resumes from it")

@@ -175,7 +175,9 @@ def test_evaluation_only_evaluates_each_checkpoint_once(tmp_path, synthetic_reco
     # may well answer one label).
     assert set(results["evaluations"][0]) - {"findings"} == {
         "step", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy",
-        "sentence_order_loss"}
+        "sentence_order_loss", "loss"}
+    first = results["evaluations"][0]
+    assert first["loss"] == pytest.approx(first["masked_lm_loss"] + first["sentence_order_loss"])
     text = (tmp_path / "run" / "eval_results.txt").read_text()
     assert text.count("global_step = ") == 2 and "masked_lm_accuracy = " in text
 
