@@ -21,7 +21,7 @@ from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
 from albert.training import distribute
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.loop import TrainerConfig
-from albert.training.run_directory import EVAL_JSON, EVAL_TXT, RunDirectory
+from albert.training.run_directory import BEST_TRIAL, EVAL_JSON, EVAL_TXT, RunDirectory
 
 BUCKET_WINDOW = 50  # steps whose examples are sorted by length together
 
@@ -50,6 +50,7 @@ class FinetuningRuntime:
     adam_bias_correction: bool = False
     gradient_accumulation_steps: int = 1
     rematerialize: bool = False
+    digit_comma_rule: str = "intended"
 
 
 def create_strategy(runtime: FinetuningRuntime):
@@ -93,7 +94,8 @@ def load_tokenizer(runtime: FinetuningRuntime, config, vocab_file: Optional[str]
         spm_model_file = preset_tokenizer(runtime.init_checkpoint)
         if spm_model_file:
             logging.info("Tokenizer: the SentencePiece model of the preset, %s", spm_model_file)
-    tokenizer = tokenization.load_tokenizer(vocab_file, spm_model_file, do_lower_case)
+    tokenizer = tokenization.load_tokenizer(vocab_file, spm_model_file, do_lower_case,
+                                            runtime.digit_comma_rule)
     tokenization.require_special_tokens(tokenizer)
     tokenization.require_vocabulary_within(tokenizer, config.vocab_size)
     return tokenizer
@@ -144,7 +146,7 @@ def start_writing(directory, task, trainer, trains: bool, outputs) -> None:
     predicts.
     """
     directory.check_run_files(trainer.run_files(training=trains))
-    own = [directory.path(name) for name in (*task.run_files(), EVAL_JSON, EVAL_TXT)]
+    own = [directory.path(name) for name in (*task.run_files(), EVAL_JSON, EVAL_TXT, BEST_TRIAL)]
     for path in [*own, *outputs]:
         for stale in io.remove_stale_temporaries(path):
             logging.info("Removed %s, left by a killed run", stale)

@@ -14,6 +14,7 @@ from albert import cli, io, memory, restarts
 from albert.checkpoints import ALBERT_CONFIG_FILE, format_names
 from albert.checkpoints.keras_hub_preset import preset_tokenizer
 from albert.errors import InputError
+from albert.tokenization import DIGIT_COMMA_RULES
 from albert.finetuning import FinetuningRuntime
 from albert.training import distribute
 from albert.training.loop import MIXED_PRECISION
@@ -40,6 +41,11 @@ def define_runtime_flags() -> None:
     distribute.define_flags()
     memory.define_flags()
     flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION, "Mixed precision policy.")
+    flags.DEFINE_enum("digit_comma_rule", "intended", list(DIGIT_COMMA_RULES),
+                      "How a SentencePiece piece ending in a digit and a comma is split: "
+                      "'intended' (what the original meant, also what Hugging Face and Model "
+                      "Garden do) or 'python3_original' (what the original does under Python 3: "
+                      "the re-encoded digits keep their word-start marker).")
     flags.DEFINE_bool("jit_compile", None,
                       "Compile the training step and evaluation with XLA (default: on with GPUs "
                       "and TPUs, off on CPUs; --nojit_compile turns it off).")
@@ -110,7 +116,8 @@ def runtime_from_flags() -> FinetuningRuntime:
         progress=FLAGS.progress,
         adam_bias_correction=FLAGS.adam_bias_correction,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        rematerialize=FLAGS.rematerialize)
+        rematerialize=FLAGS.rematerialize,
+        digit_comma_rule=FLAGS.digit_comma_rule)
 
 
 def check_at_least_one(*names: str) -> None:

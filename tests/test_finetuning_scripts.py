@@ -205,7 +205,7 @@ def test_help_lists_the_shared_flags(script):
               "gradient_accumulation_steps", "rematerialize", "allow_unknown_config_keys")
     if script != "run_pretraining.py":
         shared += ("init_encoder_only", "use_tpu", "tpu_name", "num_tpu_cores",
-                   "iterations_per_loop")
+                   "iterations_per_loop", "digit_comma_rule")
     for flag in shared:
         assert f"--{flag}:" in shown.stdout or f"--[no]{flag}:" in shown.stdout, (script, flag)
     if script.startswith("run_squad_v"):
@@ -419,3 +419,14 @@ def test_training_without_evaluation_keeps_every_checkpoint_for_the_evaluation_r
     assert evaluate.returncode == 0, evaluate.stderr[-3000:]
     journal = json.loads((out / "eval_results.json").read_text())
     assert [e["step"] for e in journal["evaluations"]] == [2, 4, 6, 8, 10, 12]
+
+
+@pytest.mark.parametrize("rule", ["intended", "python3_original"])
+def test_the_digit_comma_rule_reaches_the_tokenizer_and_the_cache_settings(tmp_path, rule,
+                                                                           synthetic_corpus):
+    _, spm = synthetic_corpus
+    result = run_script(*_command("run_classifier.py", tmp_path, spm, do_eval=False,
+                                  do_predict=False, digit_comma_rule=rule))
+    assert result.returncode == 0, result.stderr[-3000:]
+    settings = [json.loads(p.read_text()) for p in (tmp_path / "out").glob("*.settings.json")]
+    assert settings and all(s["digit_comma_rule"] == rule for s in settings)

@@ -146,6 +146,10 @@ def test_train_evaluate_every_checkpoint_and_predict(tmp_path, synthetic_corpus)
                         f"eval_loss = {first['eval_loss']}", "global_step = 3", "best = -1",
                         "=" * 50, f"eval_accuracy = {journal['evaluations'][1]['eval_accuracy']}"]
     assert text[-2] == f"best = {first['eval_accuracy']}"
+    # The original's record of its evaluation loop: last step, best step, best value.
+    best = journal["best"]
+    assert (output / "best_trial.txt").read_text() == \
+        f"6:{best['step']}:{best['eval_accuracy']}"
     assert (output / "model.ckpt-best.index").exists()
     assert (output / "race_train.tf_record").exists() and (output / "race_eval.tf_record").exists()
     results = (output / "predict_results.txt").read_text().splitlines()

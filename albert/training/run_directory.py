@@ -55,6 +55,10 @@ TRAIN_LOG_PART = re.compile(r"train_log-(\d+)\.jsonl")
 MAX_BUFFERED_STEPS = 10000
 EVAL_JSON = "eval_results.json"
 EVAL_TXT = "eval_results.txt"
+# The original GLUE and RACE scripts' record of their evaluation loop,
+# "<last evaluated step>:<best step>:<best value>": written beside the journal
+# for those who read it (resuming uses the journal).
+BEST_TRIAL = "best_trial.txt"
 DATA_ORDER_FILE = "data_order.json"  # written by the training loop (TrainerConfig.data_order)
 TENSORBOARD = "tensorboard"
 FINDINGS = "findings"  # diagnostics' findings in eval_results.json (never in the .txt)
@@ -326,6 +330,11 @@ class RunDirectory:
                 best_so_far = entry[best_metric]
             if layout == "squad":
                 lines += [f"best {best_metric} = {best_so_far}", "=" * 50]
+        if layout == "finetuning" and results["evaluations"]:
+            best = results.get("best") or {}
+            io.write_text_atomically(self.path(BEST_TRIAL), "{}:{}:{}".format(
+                results["evaluations"][-1]["step"], best.get("step", -1),
+                best.get(best_metric, -1)))
         final = results.get("final")
         if final:
             lines += [f"{key} = {value}" for key, value in sorted(final["metrics"].items())]
