@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import tensorflow as tf
 # LiteRT's interpreter (tf.lite.Interpreter is deprecated in its favour and warns on each use).
 from ai_edge_litert.interpreter import Interpreter
 
@@ -148,11 +149,17 @@ def test_keras_3_tfsm_layer_and_the_mlm_sub_object(exported, tmp_path):
         trained = layer(inputs, training=True)
         loaded = tf.saved_model.load({export_dir + '/encoder'!r})
         mlm = loaded.mlm(dict(inputs, masked_lm_positions=tf.constant([[1, 2]] * len(ids))))
+        sop = loaded.sop(inputs)
+        info = loaded.tokenization_info()
         print(json.dumps({{"pooled": np.asarray(served["pooled_output"]).tolist(),
                            "dropout_changes": float(np.abs(np.asarray(trained["pooled_output"])
                                                            - np.asarray(served["pooled_output"])).max()),
                            "weights": len(layer.trainable_weights),
                            "mlm": list(mlm["mlm_logits"].shape),
+                           "sop": np.exp(sop["sop_log_probs"].numpy()).tolist(),
+                           "sop_pooled": sop["pooled_output"].numpy().tolist(),
+                           "info": [info["vocab_file"].numpy().decode().rsplit("/", 1)[-1],
+                                    bool(info["do_lower_case"].numpy())],
                            "assets": sorted(p.numpy().decode().rsplit("/", 1)[-1] for p in
                                             (loaded.albert_config_file.asset_path,
                                              loaded.sp_model_file.asset_path))}}))
@@ -161,6 +168,15 @@ def test_keras_3_tfsm_layer_and_the_mlm_sub_object(exported, tmp_path):
     assert seen["dropout_changes"] > 0   # training=True applies dropout
     assert seen["weights"] == len(AlbertPretrainer(exported[2]).encoder.trainable_weights)
     assert seen["mlm"] == [3, 2, exported[2].vocab_size]
+    # The original hub module's `sop` and `tokenization_info` signatures.
+    assert np.asarray(seen["sop"]).shape == (3, 2)
+    np.testing.assert_allclose(seen["sop_pooled"], pooled, atol=1e-5)
+    from albert.checkpoints import load_into_model
+    pretrainer = AlbertPretrainer(exported[2])
+    load_into_model(pretrainer, exported[1], "tf1")
+    expected = tf.nn.softmax(pretrainer.sentence_order(tf.constant(pooled))).numpy()
+    np.testing.assert_allclose(seen["sop"], expected, atol=1e-5)
+    assert seen["info"] == ["30k-clean.model", True]
     assert seen["assets"] == ["30k-clean.model", "albert_config.json"]
 
 

@@ -168,7 +168,8 @@ def export_hub_models(config, weights, tokenizer, spm_model_file: Optional[str],
     with io.new_directory(io.join(export_dir, ENCODER_DIR), overwrite) as scratch, \
             io.local_scratch_dir() as assets:
         root = EncoderExport(model, model_variables(model), assets, config.to_json_string(),
-                             spm_model_file)
+                             spm_model_file,
+                             do_lower_case=getattr(tokenizer, "do_lower_case", True))
         save(root, scratch, signatures={"serving_default": root.serve})
     written.append(io.join(export_dir, ENCODER_DIR))
     if spm_model_file:

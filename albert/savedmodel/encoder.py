@@ -12,14 +12,19 @@ returns `pooled_output` `[batch, H]`, `sequence_output` `[batch, seq_length, H]`
 (= `pooled_output`). It carries `variables`, `trainable_variables` (for
 fine-tuning through `hub.KerasLayer(..., trainable=True)`), an `mlm`
 sub-object when the model has the pretraining heads (`masked_lm_positions`
-`[batch, M]` in, `mlm_logits` `[batch, M, V]` out), `serve` / `serve_training`
+`[batch, M]` in, `mlm_logits` `[batch, M, V]` out) and then also a `sop`
+sub-object (`sop_log_probs` `[batch, 2]` out: the original hub module's
+`sop` signature), `serve` / `serve_training`
 functions and a `serving_default` signature taking the dict (block outputs
 flattened to `encoder_outputs_<i>`; Keras 3's `TFSMLayer` calls `serve`).
 
 Beyond the TF-Hub contract: the weights under the original's names
 (`albert_weights`, the same variables, and `albert_weight_names()`), so that
 the SavedModel is also a checkpoint, and `albert_config.json` (and the
-SentencePiece model) as assets.
+SentencePiece model, and its `.vocab` when it sits beside it) as assets;
+with the SentencePiece model, `tokenization_info()` returns its asset path as
+`vocab_file` and `do_lower_case`, as the original hub module's
+`tokenization_info` signature did.
 """
 
 from typing import Optional
@@ -32,6 +37,7 @@ from albert.savedmodel.tracking import Untracked, tf_variables
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 CONFIG_ASSET = "albert_config.json"
 SPM_ASSET = "30k-clean.model"
+SPM_VOCAB_ASSET = "30k-clean.vocab"
 WEIGHTS_ATTRIBUTE = "albert_weights"
 WEIGHT_NAMES_FUNCTION = "albert_weight_names"
 
@@ -67,6 +73,25 @@ class _MaskedLM(_Trackable):
         return dict(_encoder_outputs(outputs), mlm_logits=outputs["mlm_logits"])
 
 
+class _SentenceOrder(_Trackable):
+    """The `sop` sub-object: encoder outputs plus `sop_log_probs`, the sentence-order head's
+    log-probabilities."""
+
+    def __init__(self, pretrainer):
+        super().__init__()
+        self._pretrainer = Untracked(pretrainer)
+        self._variables = tf_variables(pretrainer.variables)
+        self.__call__ = tf.function(self._call)
+        for training in (False, True):
+            self.__call__.get_concrete_function(_input_spec(), training=training)
+
+    def _call(self, inputs, training=False):
+        pretrainer = self._pretrainer.model
+        outputs = pretrainer.encoder(inputs, training=training)
+        logits = tf.cast(pretrainer.sentence_order(outputs["pooled_output"]), tf.float32)
+        return dict(_encoder_outputs(outputs), sop_log_probs=tf.nn.log_softmax(logits, axis=-1))
+
+
 class EncoderExport(_Trackable):
     """The encoder SavedModel's root object (see the module docstring).
 
@@ -78,10 +103,11 @@ class EncoderExport(_Trackable):
       assets_dir: a scratch directory for the asset files until the SavedModel is saved.
       config_json: the `albert_config.json` text, stored as an asset.
       spm_model_file: the SentencePiece model, stored as an asset (optional).
+      do_lower_case: what `tokenization_info()` says (with `spm_model_file`).
     """
 
     def __init__(self, model, named_variables: dict, assets_dir: str, config_json: str,
-                 spm_model_file: Optional[str] = None):
+                 spm_model_file: Optional[str] = None, do_lower_case: bool = True):
         super().__init__()
         encoder = getattr(model, "encoder", model)
         self._encoder = Untracked(encoder)
@@ -91,6 +117,7 @@ class EncoderExport(_Trackable):
         self.regularization_losses = []
         if encoder is not model:
             self.mlm = _MaskedLM(model)
+            self.sop = _SentenceOrder(model)
         # The weights under the original's names, so that the SavedModel is also a
         # checkpoint the converters read (`albert.checkpoints.savedmodel`); the same
         # tf.Variables as `variables`, so stored once.
@@ -113,6 +140,17 @@ class EncoderExport(_Trackable):
             spm_path = io.join(assets_dir, SPM_ASSET)
             io.write_bytes_atomically(spm_path, io.read_bytes(spm_model_file))
             self.sp_model_file = tf.saved_model.Asset(spm_path)
+            vocab_file = spm_model_file[:-len(".model")] + ".vocab" \
+                if spm_model_file.endswith(".model") else None
+            if vocab_file and io.exists(vocab_file):
+                vocab_path = io.join(assets_dir, SPM_VOCAB_ASSET)
+                io.write_bytes_atomically(vocab_path, io.read_bytes(vocab_file))
+                self.sp_vocab_file = tf.saved_model.Asset(vocab_path)
+            lower = bool(do_lower_case)
+            # The original's name: `vocab_file` is the SentencePiece model's path.
+            self.tokenization_info = tf.function(
+                lambda: {"vocab_file": self.sp_model_file.asset_path,
+                         "do_lower_case": tf.constant(lower)}, input_signature=[])
 
     def _call(self, inputs, training=False):
         return _encoder_outputs(self._encoder.model(inputs, training=training))
