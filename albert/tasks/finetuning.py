@@ -89,7 +89,9 @@ POSITION_FEATURES = ("p_mask",)
 
 
 def trim_to_longest(features: dict) -> dict:
-    """The batch's token features cut to its longest sequence (padding changes no output)."""
+    """The batch's token features cut to its longest sequence. Padding changes no encoder
+    output; a head that scores padding positions unmasked (SQuAD v1.1's span logits) then
+    scores fewer of them, which is why v1.1 buckets only with --bucket_by_length."""
     length = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1))
     trimmed = dict(features)
     for name in (*MODEL_INPUTS, *POSITION_FEATURES):
