@@ -69,7 +69,9 @@ flags.DEFINE_integer("train_step", 1000, "Training steps.")
 flags.DEFINE_integer("warmup_step", 0, "Linear warm-up steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every N steps.")
 flags.DEFINE_integer("keep_checkpoint_max", 5,
-                     "Checkpoints kept (0: all); an unevaluated one is never deleted (the "
+                     "Checkpoints kept when evaluating beside training (0: all); an "
+                     "unevaluated one is never deleted, so training without --do_eval keeps "
+                     "them all (the "
                      "original ignored the flag and kept all).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "ALBERT's AdamW or LAMB.")
 flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here.")

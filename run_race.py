@@ -63,7 +63,9 @@ flags.DEFINE_integer("max_seq_length", 512, "Tokens per option's sequence.")
 flags.DEFINE_integer("max_qa_length", 128,
                      "Tokens kept of question + option (the last ones); the article fills the rest.")
 flags.DEFINE_integer("num_keep_checkpoint", 5,
-                     "Checkpoints kept (0: all); an unevaluated one is never deleted (the "
+                     "Checkpoints kept when evaluating beside training (0: all); an "
+                     "unevaluated one is never deleted, so training without --do_eval keeps "
+                     "them all (the "
                      "original ignored the flag).")
 flags.DEFINE_bool("high_only", False, "Only the high-school level.")
 flags.DEFINE_bool("middle_only", False, "Only the middle-school level.")

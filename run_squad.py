@@ -31,6 +31,8 @@ not the original's pickle). Each records the settings that made it; an
 existing file made with other settings is refused, never overwritten.
 """
 
+import functools
+
 from absl import flags, logging
 
 from albert import cli, finetuning, finetuning_cli, io, restarts
@@ -96,7 +98,8 @@ flags.DEFINE_float("null_score_diff_threshold", None,
 finetuning_cli.define_runtime_flags()
 flags.adopt_module_key_flags(finetuning_cli)  # --help lists the shared flags too
 flags.DEFINE_integer("num_keep_checkpoint", 5,
-                     "Checkpoints kept (0: all); an unevaluated one is never deleted.")
+                     "Checkpoints kept when predicting beside training (0: all); an unevaluated "
+                     "one is never deleted, so training without --do_predict keeps them all.")
 flags.mark_flags_as_required(["output_dir"])
 
 FLAGS = flags.FLAGS
@@ -149,7 +152,8 @@ def main(argv):
                     "predict_feature_left_file": FLAGS.predict_feature_left_file or io.join(
                         out, "predict_left.json")},
         predict_flags={"do_train": False, "train_file": None},
-        carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
+        carried_flags=functools.partial(finetuning_cli.flags_carried_by_initial_checkpoint,
+                                        reads_vocab_file=False)))
 
 
 def run_once():

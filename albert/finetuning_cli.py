@@ -81,14 +81,17 @@ def define_runtime_flags() -> None:
     flags.adopt_module_key_flags(memory)
 
 
-def flags_carried_by_initial_checkpoint(best_directory: str) -> Dict[str, object]:
+def flags_carried_by_initial_checkpoint(best_directory: str,
+                                        reads_vocab_file: bool = True) -> Dict[str, object]:
     """`RestartPlan.carried_flags`: where the seeds took the config and the tokenizer from the
     initial checkpoint (a KerasHub preset, a Hugging Face directory, an export), the final
-    run takes the config the best seed wrote and the preset's SentencePiece model."""
+    run takes the config the best seed wrote and the preset's SentencePiece model.
+    `reads_vocab_file`: False for run_squad.py, which accepts --vocab_file and ignores it."""
     values = {}
     if not FLAGS.albert_config_file:
         values["albert_config_file"] = io.join(best_directory, ALBERT_CONFIG_FILE)
-    if not FLAGS.spm_model_file and not FLAGS.vocab_file and FLAGS.init_checkpoint:
+    uses_vocab_file = reads_vocab_file and FLAGS.vocab_file
+    if not FLAGS.spm_model_file and not uses_vocab_file and FLAGS.init_checkpoint:
         values["spm_model_file"] = preset_tokenizer(FLAGS.init_checkpoint)
     return values
 

@@ -60,7 +60,8 @@ from albert.pretraining_data.corpus import RawDocument, iter_documents
 from albert.pretraining_data.creation import (DataConfig, Summary, WindowWorker,
                                               check_output_paths, default_summary_path,
                                               expand_output_files, instance_stream_name,
-                                              terminate_as_exception, write_report)
+                                              TerminationWatch, terminate_as_exception,
+                                              write_report)
 from albert.pretraining_data.instance_encoding import serialize_instance
 from albert.pretraining_data.instances import (InstanceStatistics, InstanceStreams, PlannedPair,
                                                choose_partner, finish_pair, partner_tokens,
@@ -553,9 +554,8 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
     start = time.time()
     work_directory = io.temporary_name(io.absolute(output_files[0]))
     moved: List[str] = []
-    # SIGTERM (a scheduler stopping the driver) cleans up like any failure.
-    with terminate_as_exception() as termination:
-        try:
+    try:
+        with _terminate_locally(runner) as termination:
             FileSystems.mkdirs(work_directory)
             with beam.Pipeline(runner=runner, options=beam_options) as pipeline:
                 build_pipeline(pipeline, input_files, config, work_directory, len(output_files),
@@ -579,27 +579,42 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
                 record_documents.append(np.concatenate(
                     [np.zeros(0, np.uint32)] + [_read_documents(work_directory, output, partition)
                                                 for partition, _ in fragments]))
-            for output, path in enumerate(output_files):
-                io.makedirs(io.dirname(io.absolute(path)))
-                source = assembled_path(work_directory, output)
-                if not FileSystems.exists(source):  # an output file with no record
-                    _write_bytes(source, b"")
-                FileSystems.rename([source], [io.absolute(path)])
-                moved.append(path)
             termination.check()
-            return write_report(config, summary, worker.tokenizer, time.time() - start,
-                                input_files, output_files, record_counts, record_documents,
-                                summary_file)
-        except Exception as error:
-            for path in moved:  # a failure after the first rename: no output half in place
-                io.remove_if_exists(path)
-            problem = _input_problem(error)
-            if problem is not None:
-                raise InputError(problem) from None
-            raise
-        finally:
-            if FileSystems.exists(work_directory):
-                FileSystems.delete([work_directory])
+        # From here on the outputs are put in place: SIGTERM has its default effect again
+        # (a kill mid-rename is what the temporaries' names are for).
+        for output, path in enumerate(output_files):
+            io.makedirs(io.dirname(io.absolute(path)))
+            source = assembled_path(work_directory, output)
+            if not FileSystems.exists(source):  # an output file with no record
+                _write_bytes(source, b"")
+            FileSystems.rename([source], [io.absolute(path)])
+            moved.append(path)
+        return write_report(config, summary, worker.tokenizer, time.time() - start,
+                            input_files, output_files, record_counts, record_documents,
+                            summary_file)
+    except Exception as error:
+        for path in moved:  # a failure after the first rename: no output half in place
+            io.remove_if_exists(path)
+        problem = _input_problem(error)
+        if problem is not None:
+            raise InputError(problem) from None
+        raise
+    finally:
+        if FileSystems.exists(work_directory):
+            FileSystems.delete([work_directory])
+
+
+@contextlib.contextmanager
+def _terminate_locally(runner):
+    """SIGTERM to the driver as an exception (so the working directory is removed like after
+    any failure) when the pipeline runs here, on Beam's local engine. A remote runner's job
+    goes on without its driver: there the driver is left to die, and its working directory
+    to the user (docs/pretraining_data.md)."""
+    if runner is None:
+        yield TerminationWatch()  # never set: check() passes
+        return
+    with terminate_as_exception() as termination:
+        yield termination
 
 
 def _read_documents(work_directory: str, output: int, partition: int) -> np.ndarray:

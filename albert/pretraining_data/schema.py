@@ -137,8 +137,11 @@ class DataContract:
     max_token_id: Optional[int] = None
     special_ids: Optional[SpecialIds] = None
     # The span settings the masks were drawn with (`MASKING_SETTINGS`); None without a
-    # summary that records them (dynamic masking then uses the defaults).
+    # summary that records them (dynamic masking then uses the defaults). Files made with
+    # different settings are described in `masking_conflict` instead: only masks drawn on the
+    # fly need one setting.
     masking: Optional[Dict[str, object]] = None
+    masking_conflict: Optional[str] = None
     summaries: Tuple[str, ...] = ()
     # Files whose records are not known to be in a uniformly shuffled order
     # (a summary without `"shuffle": "global"`, or no summary at all).
@@ -214,6 +217,7 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
     """
     described = _summaries_beside(files)
     counts, values, sources, max_ids, boundaries, unshuffled = [], {}, [], [], [], []
+    maskings = []
     for path in files:
         lengths = _checked_lengths(path)
         fields = {"max_seq_length": lengths["input_ids"],
@@ -225,8 +229,9 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
                     raise InputError(f"{summary_path} says {key} = {summary.get(key)}, but the "
                                      f"records of {path} have {fields[key]}; the summary is stale")
             fields.update(vocab_size=summary.get("vocab_size"),
-                          special_ids=summary.get("special_ids"),
-                          masking=summary.get("masking"))
+                          special_ids=summary.get("special_ids"))
+            if summary.get("masking") is not None:
+                maskings.append((summary["masking"], path))
             counts.append(int(summary["record_counts"][io.basename(path)]))
             max_ids.append(summary.get("max_token_id"))
             boundaries.append(bool(summary.get("has_token_boundary")))
@@ -260,5 +265,8 @@ def load_data_contract(files: Sequence[str]) -> DataContract:
         vocab_size=values.get("vocab_size", (None,))[0],
         max_token_id=max(known_max_ids) if len(known_max_ids) == len(files) else None,
         special_ids=SpecialIds(**special) if special else None,
-        masking=values.get("masking", (None,))[0],
+        masking=maskings[0][0] if maskings else None,
+        masking_conflict=next((f"{maskings[0][1]} was made with {maskings[0][0]}, {path} with "
+                               f"{masking}" for masking, path in maskings
+                               if masking != maskings[0][0]), None),
         summaries=tuple(sources), not_globally_shuffled=tuple(unshuffled))

@@ -190,6 +190,10 @@ class PretrainingTask(Task):
         if not data.has_token_boundary:
             raise InputError("--masked_lm_budget draws masks from token_boundary, which the "
                              "training records lack; make them with create_pretraining_data.py")
+        if data.masking_conflict:
+            raise InputError("--masked_lm_budget draws masks with the span settings the data "
+                             f"was made with, and the input files disagree: "
+                             f"{data.masking_conflict}")
         if data.special_ids is None or data.vocab_size is None:
             raise InputError("--masked_lm_budget needs the [CLS], [SEP] and [MASK] ids and the "
                              "vocabulary size from the data summary (<output>.summary.json of "
@@ -246,8 +250,9 @@ class PretrainingTask(Task):
     def evaluate(self, model, config, strategy=None) -> Optional[dict]:
         """The metric sums' means, and `loss` as the original reports it beside them: the
         training objective, masked-LM loss plus (with the sentence objective) sentence-order
-        loss. Here both are means over the whole held-out set; the original's is the mean
-        over evaluation batches of each batch's total, which weighs masks by batch."""
+        loss. Here both are means over the evaluated batches (`max_eval_steps`); the
+        original's is the mean over evaluation batches of each batch's total, which weighs
+        masks by batch."""
         metrics = super().evaluate(model, config, strategy)
         if metrics and "masked_lm_loss" in metrics:
             metrics["loss"] = metrics["masked_lm_loss"] + (

@@ -243,7 +243,8 @@ class Trainer:
             if self.config.rematerialize and not set_rematerialization(model):
                 raise InputError("--rematerialize: this model has no ALBERT encoder")
             optimizer = self.make_optimizer(self.variable_names(model))
-            check_optimizer_takes_summed_gradients(optimizer)  # before anything is written
+            # Before the loop writes anything (the scripts' caches may already be there).
+            check_optimizer_takes_summed_gradients(optimizer)
             if self.config.mixed_precision == "mixed_float16":
                 optimizer = AlbertLossScaleOptimizer(
                     optimizer, initial_scale=self.config.initial_loss_scale)

@@ -1,5 +1,6 @@
 """Pretraining features: parsing with the schema, dynamic masking, the data contract."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -291,6 +292,17 @@ def test_masks_drawn_on_the_fly_use_the_span_settings_the_data_was_made_with(tmp
     assert task._dynamic_masking().masking == MaskingConfig(
         masked_lm_prob=0.2, max_predictions_per_seq=PREDICTIONS, ngram=2,
         favor_shorter_ngram=False, do_whole_word_mask=False)
+    # Files made with other span settings: fine for the masks they carry, refused for masks
+    # drawn on the fly (which settings would they follow?).
+    other = str(tmp_path / "defaults.tfrecord")
+    create_pretraining_data(corpus, other, dataclasses.replace(
+        config, instance=InstanceConfig(max_seq_length=SEQ, masking=MaskingConfig(
+            max_predictions_per_seq=PREDICTIONS))), show_progress=False)
+    mixed = load_data_contract([output, other])
+    assert mixed.masking_conflict and "ngram" in mixed.masking_conflict
+    with pytest.raises(InputError, match="the input files disagree"):
+        PretrainingTask(config=AlbertConfig(vocab_size=1200), train_data=mixed,
+                        masked_lm_budget=0.2)._dynamic_masking()
     # Records from before the summary recorded them: the defaults.
     summary_path = output + ".summary.json"
     summary = json.load(open(summary_path))
