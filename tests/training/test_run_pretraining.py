@@ -74,6 +74,9 @@ def _two_workers(args_for_worker):
         assert process.returncode == 0, stderr[-3000:]
 
 
+# `slow` (four processes, about two minutes): the default suite keeps the in-process replica
+# checks (tests/training/test_replica_step.py) and two-worker training (test_preemption.py).
+@pytest.mark.slow
 def test_every_topology_trains_like_one_device_with_dropout_on(tmp_path, synthetic_records):
     """The one input path under one device, 2 mirrored CPU devices and 2 workers, with XLA.
 
