@@ -47,7 +47,8 @@ def _last_batch_is_partial(task):
     return sizes[-1] < BATCH
 
 
-@pytest.mark.parametrize("replicas", [1, 2])
+# Two replicas are `slow` (a MirroredStrategy evaluation, most of a minute); one stays.
+@pytest.mark.parametrize("replicas", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_padded_evaluation_on_the_replicas_equals_the_unpadded_one(task_and_model, replicas):
     task, model = task_and_model
     cpus = [device.name for device in tf.config.list_logical_devices("CPU")][:replicas]

@@ -52,9 +52,11 @@ def unsplit(tmp_path_factory, synthetic_records):
     return config, files, root / "unsplit"
 
 
+# The mirrored case is `slow` (a minute); one device with accumulation stays in the default suite.
 @pytest.mark.parametrize("flags", [dict(gradient_accumulation_steps=4),
-                                   dict(gradient_accumulation_steps=4, strategy="mirrored",
-                                        cpu_devices=2),
+                                   pytest.param(dict(gradient_accumulation_steps=4,
+                                                     strategy="mirrored", cpu_devices=2),
+                                                marks=pytest.mark.slow),
                                    dict(gradient_accumulation_steps=2, rematerialize=True)])
 def test_split_steps_train_like_the_unsplit_step(tmp_path, unsplit, flags):
     config, files, reference = unsplit
