@@ -236,6 +236,32 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
         assert result.returncode == 0, result.stderr[-3000:]
 
 
+def test_eval_results_txt_prints_numbers_and_arrays_as_the_original_does(tmp_path):
+    """The original prints what its Estimator returns: float32 numbers, and for STS-B the
+    whole dev set's `pred` and `label_ids` as numpy float32 arrays, keys sorted."""
+    from albert.training.run_directory import RunDirectory
+    directory = RunDirectory(str(tmp_path))
+    pred, labels = [0.1, 2.75, 4.2], [0.0, 3.0, 4.0]
+    directory.record_evaluation(4, {"pearson": 0.9819805060619657, "MSE": 0.0625,
+                                    "eval_loss": 0.0625}, {"step": 4, "pearson": 0.98},
+                                "pearson", "finetuning",
+                                concatenated={"pred": pred, "label_ids": labels})
+    long_pred = [i / 7 for i in range(1200)]
+    directory.record_evaluation(8, {"pearson": 0.5, "MSE": 1 / 3, "eval_loss": 1 / 3},
+                                {"step": 4, "pearson": 0.98}, "pearson", "finetuning",
+                                concatenated={"pred": long_pred, "label_ids": long_pred})
+    lines = (tmp_path / "eval_results.txt").read_text().splitlines()
+    assert lines[:8] == ["MSE = 0.0625", "eval_loss = 0.0625", "global_step = 4",
+                         f"label_ids = {np.asarray(labels, np.float32)}", "pearson = 0.9819805",
+                         f"pred = {np.asarray(pred, np.float32)}", "best = -1", "=" * 50]
+    assert lines[8:10] == ["MSE = 0.33333334", "eval_loss = 0.33333334"]
+    assert "..." in lines[11] and lines[-2:] == ["best = 0.9819805", "=" * 50]
+    # The journal keeps the arrays apart from the metrics, which stay numbers.
+    entry = json.loads((tmp_path / "eval_results.json").read_text())["evaluations"][0]
+    assert entry["concatenated"] == {"pred": pred, "label_ids": labels}
+    assert all(isinstance(v, float) for k, v in entry.items() if k not in ("step", "concatenated"))
+
+
 def test_export_serves_serialized_examples_and_tensors(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     config = tiny_config(**TINY)
@@ -244,10 +270,19 @@ def test_export_serves_serialized_examples_and_tensors(tmp_path, synthetic_corpu
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(config.to_json_string())
     glue = write_glue(str(tmp_path / "glue"))
+    # Two steps at learning rate 0 keep the weights while the evaluation writes STS-B's lines.
     result = run_script(*_args(config_file, glue, spm, str(tmp_path / "out"), task_name="STS-B",
                                init_checkpoint=str(tmp_path / "sts"), do_predict=True,
+                               do_train=True, do_eval=True, learning_rate=0, train_step=2,
+                               save_checkpoints_steps=2,
                                export_dir=str(tmp_path / "export"), threshold_to_export=0.5))
     assert result.returncode == 0, result.stderr[-3000:]
+    evaluation = json.loads((tmp_path / "out" / "eval_results.json").read_text())["evaluations"]
+    dev_labels = [float(line.split("\t")[-1]) for line in
+                  (tmp_path / "glue" / "STS-B" / "dev.tsv").read_text().splitlines()[1:]]
+    assert evaluation[0]["concatenated"]["label_ids"] == pytest.approx(dev_labels)
+    text = (tmp_path / "out" / "eval_results.txt").read_text()
+    assert text.startswith("MSE = ") and "\npred = [" in text and "\nlabel_ids = [" in text
     code = f"""
 import json, sys
 import tensorflow as tf

@@ -139,21 +139,23 @@ def test_train_evaluate_every_checkpoint_and_predict(tmp_path, synthetic_corpus)
         assert entry["eval_accuracy"] == pytest.approx(
             (4 * entry["eval_accuracy_middle"] + 2 * entry["eval_accuracy_high"]) / 6)
     text = (output / "eval_results.txt").read_text().splitlines()
-    first = journal["evaluations"][0]
+    # printed as str() of a float32 (an f-string would widen it to a Python float)
+    first = {k: str(np.float32(v)) for k, v in journal["evaluations"][0].items()}
+    second = str(np.float32(journal["evaluations"][1]["eval_accuracy"]))
     assert text[:8] == [f"eval_accuracy = {first['eval_accuracy']}",
                         f"eval_accuracy_high = {first['eval_accuracy_high']}",
                         f"eval_accuracy_middle = {first['eval_accuracy_middle']}",
                         f"eval_loss = {first['eval_loss']}", "global_step = 3", "best = -1",
-                        "=" * 50, f"eval_accuracy = {journal['evaluations'][1]['eval_accuracy']}"]
+                        "=" * 50, f"eval_accuracy = {second}"]
     assert text[-2] == f"best = {first['eval_accuracy']}"
     # The original's record of its evaluation loop: last step, best step, best value.
     best = journal["best"]
     assert (output / "best_trial.txt").read_text() == \
-        f"6:{best['step']}:{best['eval_accuracy']}"
+        f"6:{best['step']}:{str(np.float32(best['eval_accuracy']))}"
     assert (output / "model.ckpt-best.index").exists()
     assert (output / "race_train.tf_record").exists() and (output / "race_eval.tf_record").exists()
     results = (output / "predict_results.txt").read_text().splitlines()
-    assert results[-1] == f"best = {journal['best']['eval_accuracy']}"
+    assert results[-1] == f"best = {str(np.float32(journal['best']['eval_accuracy']))}"
     assert len((output / "predictions.tsv").read_text().splitlines()) == 7
     # A second run finds everything done: nothing is evaluated twice.
     again = run_script("run_race.py", *args)

@@ -22,6 +22,7 @@ from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucket
                                      cross_entropy, softmax)
 from albert.training import degenerate
 from albert.training.diagnostics import Diagnostics
+from albert.training.run_directory import CONCATENATED
 
 logger = logging.getLogger("albert")
 
@@ -90,6 +91,8 @@ class ClassificationTask(FineTuningTask):
         # What the degenerate-run checks read (kept out of the journal's metrics).
         if regression:
             metrics.update(degenerate.regression_spread(predictions, labels))
+            # The original's STS-B evaluation also prints every prediction and label.
+            metrics[CONCATENATED] = {"pred": predictions, "label_ids": labels}
         else:
             metrics.update(degenerate.answer_shares(predictions, labels))
         return metrics

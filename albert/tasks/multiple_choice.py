@@ -18,6 +18,7 @@ from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucket
                                      cross_entropy, softmax)
 from albert.training import degenerate
 from albert.training.diagnostics import Diagnostics
+from albert.training.run_directory import estimator_text
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -107,8 +108,9 @@ def write_race_predictions(output_dir: str, examples: Sequence[RaceExample], log
     for example, row in zip(examples, probabilities):
         rows.append("\t".join([example.level, example.article_id, str(example.question_index),
                                letters[int(row.argmax())], *(str(float(p)) for p in row)]))
-    results = ["***** Predict results *****", *(f"{key} = {value}" for key, value in
-                                                sorted(metrics.items())), f"best = {best}"]
+    results = ["***** Predict results *****", *(f"{key} = {estimator_text(value)}" for key, value
+                                                in sorted(metrics.items())),
+               f"best = {estimator_text(best)}"]
     written = race_prediction_files(output_dir)
     for path, lines in zip(written, (results, rows)):
         io.write_text_atomically(path, "\n".join(lines) + "\n")

@@ -55,7 +55,7 @@ from albert.training.optimization import AlbertLossScaleOptimizer
 from albert.training.progress import training_progress
 from albert.training.replica_step import (check_optimizer_takes_summed_gradients,
                                           replica_values, train_steps_function)
-from albert.training.run_directory import DATA_ORDER_FILE, RunDirectory
+from albert.training.run_directory import CONCATENATED, DATA_ORDER_FILE, RunDirectory
 
 logger = logging.getLogger("albert")
 
@@ -126,7 +126,9 @@ class Task(abc.ABC):
         (`albert.training.evaluation`; None: the default device), compiled
         once per run; tasks whose metrics are not sums over examples
         (correlations, SQuAD's answer spans) override it and evaluate on the
-        host's default device.
+        host's default device. A task may add whole-dev-set arrays under
+        `CONCATENATED` (name → values); they go into eval_results.txt, not
+        the metrics.
         """
         if self.eval_input() is None:
             return None
@@ -455,6 +457,7 @@ class Trainer:
         metrics = self.evaluate(model)
         if metrics is None:
             return None
+        concatenated = metrics.pop(CONCATENATED, None)
         diagnostics = self._diagnostics_for(training=False)
         findings = diagnostics.observe_evaluation(step, metrics)
         metrics = diagnostics.split_metrics(metrics)
@@ -466,7 +469,8 @@ class Trainer:
         # Journal first: a kill before the copy is repaired on the next start.
         self.directory.record_evaluation(step, metrics, best, self.task.best_metric,
                                          self.task.eval_text_layout,
-                                         findings=[finding.as_dict() for finding in findings])
+                                         findings=[finding.as_dict() for finding in findings],
+                                         concatenated=concatenated)
         if improved:
             self.checkpoints.copy_to_best(step)
         logger.info("Step %d: %s", step,

@@ -39,6 +39,7 @@ import re
 import socket
 from typing import Dict, List, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from albert import io
@@ -65,7 +66,14 @@ FINDINGS = "findings"  # diagnostics' findings in eval_results.json (never in th
 # An evaluation of a model that answers without using its input (albert.training.degenerate):
 # `degenerate: true` and the reason in its entry of eval_results.json (never in the .txt).
 DEGENERATE, DEGENERATE_REASON = "degenerate", "degenerate_reason"
-NOT_METRICS = ("step", FINDINGS, DEGENERATE, DEGENERATE_REASON)
+# Whole-dev-set arrays an evaluation reports beside its numbers (STS-B's `pred` and
+# `label_ids`, as the original's streaming concatenations): in the entry under this key,
+# written into eval_results.txt, never read as metrics.
+CONCATENATED = "concatenated"
+NOT_METRICS = ("step", FINDINGS, DEGENERATE, DEGENERATE_REASON, CONCATENATED)
+# The layouts whose original scripts print what an Estimator's evaluate returns:
+# float32 numbers (shortest float32 text) and numpy arrays.
+ESTIMATOR_LAYOUTS = ("pretraining", "finetuning")
 
 
 class RunLock:
@@ -262,7 +270,8 @@ class RunDirectory:
 
     def record_evaluation(self, step: int, metrics: dict, best: Optional[dict],
                           best_metric: Optional[str] = None, layout: str = "pretraining",
-                          findings: Optional[List[dict]] = None) -> None:
+                          findings: Optional[List[dict]] = None,
+                          concatenated: Optional[Dict[str, list]] = None) -> None:
         """Adds an evaluation to the journal (atomically), then regenerates eval_results.txt.
 
         eval_results.txt has one `key = value` line per metric (and
@@ -274,13 +283,18 @@ class RunDirectory:
         `findings` of the run's diagnostics (`albert.training.diagnostics`)
         go into the entry's `findings` list, in the JSON only; when one says
         the evaluated model is degenerate, the entry also gets
-        `degenerate: true` and `degenerate_reason`.
+        `degenerate: true` and `degenerate_reason`. `concatenated` arrays
+        (name → values over the dev set) are kept under `concatenated` and
+        written as `name = [...]` lines among the metrics, as numpy prints them.
         """
         if not self.is_chief:
             return
         results = self.evaluations()
         results["evaluations"] = [e for e in results["evaluations"] if e["step"] != step]
         entry = dict(metrics, step=step)
+        if concatenated:
+            entry[CONCATENATED] = {name: [float(v) for v in values]
+                                   for name, values in concatenated.items()}
         if findings:
             entry[FINDINGS] = findings
             reasons = [finding["message"] for finding in findings if finding.get(DEGENERATE)]
@@ -318,13 +332,14 @@ class RunDirectory:
 
     def _write_eval_text(self, results: dict) -> None:
         layout, best_metric = results.get("layout", ["pretraining", None])
+        as_text = estimator_text if layout in ESTIMATOR_LAYOUTS else str
         lines, best_so_far = [], -1
         for entry in results["evaluations"]:
             values = {k: v for k, v in entry.items() if k not in NOT_METRICS}
-            lines += [f"{key} = {value}" for key, value in
-                      sorted(dict(values, global_step=entry["step"]).items())]
+            values.update(entry.get(CONCATENATED, {}), global_step=entry["step"])
+            lines += [f"{key} = {as_text(value)}" for key, value in sorted(values.items())]
             if layout == "finetuning":
-                lines += [f"best = {best_so_far}", "=" * 50]
+                lines += [f"best = {as_text(best_so_far)}", "=" * 50]
             if layout in ("finetuning", "squad") and entry.get(best_metric,
                                                               -math.inf) > best_so_far:
                 best_so_far = entry[best_metric]
@@ -334,12 +349,23 @@ class RunDirectory:
             best = results.get("best") or {}
             io.write_text_atomically(self.path(BEST_TRIAL), "{}:{}:{}".format(
                 results["evaluations"][-1]["step"], best.get("step", -1),
-                best.get(best_metric, -1)))
+                estimator_text(best.get(best_metric, -1))))
         final = results.get("final")
         if final:
             lines += [f"{key} = {value}" for key, value in sorted(final["metrics"].items())]
             lines.append(f"best perf happened at step: {final['where']}")
         io.write_text_atomically(self.path(EVAL_TXT), "\n".join(lines) + "\n")
+
+
+def estimator_text(value) -> str:
+    """`value` as the original scripts print an Estimator's result: `str()` of a
+    numpy float32 (e.g. `0.8125`, `0.33333334`), an integer as it is, and an
+    array as numpy prints a float32 array (summarised past 1,000 values)."""
+    if isinstance(value, list):
+        return str(np.asarray(value, np.float32))
+    if isinstance(value, float):
+        return str(np.float32(value))
+    return str(value)
 
 
 def part_name(last_step: int) -> str:
