@@ -110,6 +110,8 @@ def apply_preset(task_name: str) -> dict:
 
 def main(argv):
     del argv
+    if FLAGS.export_dir:
+        io.check_new_directory(FLAGS.export_dir)  # refused now, not after the training
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
         evaluates=FLAGS.do_train and FLAGS.do_eval,

@@ -24,6 +24,12 @@ writes predictions.json, nbest_predictions.json and, for v2.0, null_odds.json.
 v2.0 tunes its no-answer threshold on --predict_file itself, as the
 original, unless --null_score_diff_threshold is given.
 
+With --export_dir (v1.1 only, as the original's run_squad_v1.py) the latest
+checkpoint of --output_dir (the original's choice: the last trained step,
+not model.ckpt-best) is written as <export_dir>/saved_model/<seconds>/ and
+<export_dir>/albert_model.tflite, one [1, max_seq_length] window in, start
+and end logits out (albert.export.squad).
+
 Feature files: --train_feature_file (default <output_dir>/train.tf_record),
 --predict_feature_file and --predict_feature_left_file (default
 <output_dir>/predict.tf_record and predict_left.json; the left file is JSON,
@@ -36,9 +42,10 @@ import functools
 from absl import flags, logging
 
 from albert import cli, finetuning, finetuning_cli, io, restarts
-from albert.checkpoints import assign_model_weights
+from albert.checkpoints import assign_model_weights, read_checkpoint
 from albert.errors import InputError
 from albert.evaluation import squad_decoding, squad_metrics
+from albert.export import squad as squad_export
 from albert.finetuning_data import squad
 from albert.finetuning_data.feature_cache import tokenizer_settings
 from albert.finetuning_data.squad import check_lengths
@@ -84,7 +91,10 @@ flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_pred
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
 flags.DEFINE_bool("use_einsum", True, "Accepted for compatibility (no numerical effect).")
 flags.DEFINE_string("export_dir", None,
-                    "Not available for SQuAD yet: export with python -m albert.export.")
+                    "SQuAD v1.1: write the latest checkpoint of --output_dir (as the original) "
+                    "here as saved_model/<seconds>/ and albert_model.tflite ([1, max_seq_length] "
+                    "inputs input_ids, input_mask, segment_ids; outputs start_logits, "
+                    "end_logits).")
 flags.DEFINE_integer("start_n_top", 5, "v2.0: starts kept in the beam.")
 flags.DEFINE_integer("end_n_top", 5, "v2.0: ends kept per start.")
 flags.DEFINE_float("dropout_prob", 0.1, "v2.0: dropout in the answerability layer.")
@@ -124,11 +134,13 @@ def check_flags():
         raise InputError(f"{FIXED_VERSION['script']} runs SQuAD {version}: "
                          f"--{'' if FLAGS.version_2_with_negative else 'no'}"
                          "version_2_with_negative contradicts it (run_squad.py takes either)")
-    if not (FLAGS.do_train or FLAGS.do_predict):
-        raise InputError("At least one of --do_train or --do_predict must be set")
+    if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.export_dir):
+        raise InputError("At least one of --do_train, --do_predict or --export_dir must be set")
     if FLAGS.export_dir:
-        raise InputError("--export_dir is not available for SQuAD yet; export the encoder "
-                         "with python -m albert.export")
+        if FLAGS.version_2_with_negative:
+            raise InputError("--export_dir exports SQuAD v1.1 models (as the original's "
+                             "run_squad_v1.py); the v2.0 scripts have no export")
+        squad_export.check_export_dir(FLAGS.export_dir)
     if FLAGS.do_train and not FLAGS.train_file:
         raise InputError("--do_train needs --train_file")
     if FLAGS.do_predict and not FLAGS.predict_file:
@@ -144,8 +156,10 @@ def main(argv):
     check_flags()
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
-        evaluates=FLAGS.do_train and FLAGS.do_predict, predicts=FLAGS.do_predict,
-        seed_flags={"train_feature_file": FLAGS.train_feature_file or io.join(
+        evaluates=FLAGS.do_train and FLAGS.do_predict,
+        predicts=FLAGS.do_predict or bool(FLAGS.export_dir),
+        seed_flags={"export_dir": None,
+                    "train_feature_file": FLAGS.train_feature_file or io.join(
                         out, "train.tf_record"),
                     "predict_feature_file": FLAGS.predict_feature_file or io.join(
                         out, "predict.tf_record"),
@@ -229,6 +243,8 @@ def run_once():
         eval_batch_size=FLAGS.predict_batch_size,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
+    if FLAGS.export_dir and not FLAGS.do_train:
+        export_source(runtime, trainer, init_checkpoint)  # something to export, before any work
     finetuning.start_writing(directory, task, trainer, FLAGS.do_train, feature_files)
     if train_cache is not None and FLAGS.do_train:
         squad.write_train_features(train_cache, tokenizer, *lengths)
@@ -241,6 +257,8 @@ def run_once():
     if FLAGS.do_predict:
         task.evaluation = evaluation
         predict_with_best(runtime, task, trainer, init_checkpoint, head)
+    if FLAGS.export_dir:
+        export_latest(runtime, task, trainer, init_checkpoint)
 
 
 def predict_with_best(runtime, task, trainer, init_checkpoint, head):
@@ -258,6 +276,31 @@ def predict_with_best(runtime, task, trainer, init_checkpoint, head):
         logging.info("Final (%s): %s", source,
                      ", ".join(f"{k} = {v:.4f}" for k, v in sorted(scores.items())))
     logging.info("Wrote the predictions of %s to %s", source, FLAGS.output_dir)
+
+
+
+def export_source(runtime, trainer, init_checkpoint):
+    """(checkpoint, format) that --export_dir exports: the latest checkpoint of --output_dir,
+    as the original exported it (not model.ckpt-best); when there is none and this run does
+    not train, a fine-tuned --init_checkpoint (where the original had nothing to export)."""
+    latest = trainer.checkpoints.latest_step()
+    if latest is not None:
+        return trainer.checkpoints.prefix(latest), "tf1"
+    if init_checkpoint and not FLAGS.do_train:
+        return init_checkpoint, runtime.init_checkpoint_format
+    raise InputError(f"Nothing to export: no checkpoint in {FLAGS.output_dir} and no "
+                     "fine-tuned --init_checkpoint")
+
+
+def export_latest(runtime, task, trainer, init_checkpoint):
+    """--export_dir (SQuAD v1.1): `albert.export.squad` of `export_source`."""
+    source, checkpoint_format = export_source(runtime, trainer, init_checkpoint)
+    weights, _ = read_checkpoint(source, checkpoint_format, task.config, heads="required",
+                                 head="squad_v1", head_dims={})
+    model = task.build_model()
+    assign_model_weights(model, weights, source)
+    written = squad_export.export_squad_v1(model, FLAGS.export_dir, FLAGS.max_seq_length)
+    logging.info("Exported %s to %s", source, " and ".join(written))
 
 
 if __name__ == "__main__":

@@ -369,9 +369,7 @@ def new_directory(final_dir: str, overwrite: bool = False):
     directory counts as absent.
     """
     final_dir = absolute(final_dir).rstrip("/")
-    if exists(final_dir) and (not isdir(final_dir) or listdir(final_dir)) and not overwrite:
-        raise InputError(f"{final_dir} already exists and is not empty; remove it, pass "
-                         "--overwrite or choose another output directory")
+    check_new_directory(final_dir, overwrite)
     scratch = temporary_name(final_dir)
     makedirs(scratch)
     try:
@@ -386,6 +384,15 @@ def new_directory(final_dir: str, overwrite: bool = False):
     finally:
         if exists(scratch):
             rmtree(scratch)
+
+
+def check_new_directory(final_dir: str, overwrite: bool = False) -> None:
+    """What `new_directory` refuses, checked on its own: for commands that write the
+    directory only at their end, so that they refuse it before their work."""
+    final_dir = absolute(final_dir).rstrip("/")
+    if exists(final_dir) and (not isdir(final_dir) or listdir(final_dir)) and not overwrite:
+        raise InputError(f"{final_dir} already exists and is not empty; remove it, pass "
+                         "--overwrite or choose another output directory")
 
 
 @contextlib.contextmanager

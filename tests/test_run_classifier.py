@@ -203,7 +203,7 @@ def test_a_killed_evaluation_loop_continues_without_repeats(tmp_path, synthetic_
     assert int(reader.get_tensor("global_step")) == best["step"]
 
 
-@pytest.mark.parametrize("problem", ["task", "missing", "row", "length", "labels"])
+@pytest.mark.parametrize("problem", ["task", "missing", "row", "length", "labels", "export"])
 def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_corpus, problem):
     _, spm = synthetic_corpus
     config_file = tmp_path / "albert_config.json"
@@ -221,6 +221,10 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
         expected = "RTE/train.tsv:3: 2 columns"
     elif problem == "length":
         flags["max_seq_length"], expected = 128, "exceeds the config's max_position_embeddings=64"
+    elif problem == "export":   # refused before the training, not after it
+        (tmp_path / "export").mkdir()
+        (tmp_path / "export" / "saved_model.pb").write_bytes(b"the user's model")
+        flags["export_dir"], expected = str(tmp_path / "export"), "already exists and is not empty"
     else:
         os.makedirs(tmp_path / "mnli")
         original_fine_tuned_checkpoint(str(tmp_path / "mnli" / "model.ckpt-1"),
@@ -230,6 +234,8 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
     result = run_script(*_args(config_file, glue, spm, str(tmp_path / "out"), **flags))
     assert_clean_failure(result, expected)
     assert not (tmp_path / "out").exists()
+    if problem == "export":
+        assert (tmp_path / "export" / "saved_model.pb").read_bytes() == b"the user's model"
     if problem == "labels":   # ... and with it, the MNLI encoder starts RTE
         result = run_script(*_args(config_file, glue, spm, str(tmp_path / "out"), **flags,
                                    init_encoder_only=True, train_step=4, save_checkpoints_steps=4))

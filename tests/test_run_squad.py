@@ -143,8 +143,10 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
     os.makedirs(os.path.dirname(prefix))
     values = original_fine_tuned_checkpoint(prefix, config, head=head)
     script = "run_squad_v2.py" if version == "2.0" else "run_squad_v1.py"
+    # v1.1 also exports (the original's run_squad_v1.py --export_dir; v2.0 has none).
+    export = [f"--export_dir={tmp_path / 'export'}"] if version == "1.1" else []
     # The original's predict-only command: no --train_file, no --do_train.
-    result = run_script(script, *flags, f"--init_checkpoint={prefix}", "--do_predict",
+    result = run_script(script, *flags, f"--init_checkpoint={prefix}", "--do_predict", *export,
                         f"--predict_feature_file={tmp_path / 'f' / 'dev.tf_record'}",
                         f"--predict_feature_left_file={tmp_path / 'f' / 'dev_left.json'}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -192,6 +194,38 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
     assert float(final["f1"]) == pytest.approx(scores["f1"])
     # The left file is JSON; the written feature files are reused by the next run.
     assert json.loads((tmp_path / "f" / "dev_left.json").read_text())["questions"] == len(examples)
+    if version == "1.1":
+        _assert_export_computes_the_logits(tmp_path / "export", model, features)
+
+
+def _assert_export_computes_the_logits(export, model, features):
+    """The original's export: saved_model/<seconds>/ (start_log_prob, end_log_prob) and
+    albert_model.tflite (tensors input_ids, input_mask, segment_ids -> start_logits,
+    end_logits, in that order), one [1, 64] window at a time, the Keras model's logits."""
+    import tensorflow as tf
+    (saved_model,) = (export / "saved_model").iterdir()
+    assert re.fullmatch(r"\d{10}", saved_model.name)
+    serve = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
+    interpreter = tf.lite.Interpreter(model_path=str(export / "albert_model.tflite"))
+    interpreter.allocate_tensors()
+    inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
+    assert [(d["name"], d["shape"].tolist()) for d in inputs] == [
+        (name, [1, 64]) for name in ("input_ids", "input_mask", "segment_ids")]
+    assert [d["name"] for d in outputs] == ["start_logits", "end_logits"]
+    for feature in features[:3]:
+        window = [np.array([getattr(feature, name)], np.int32)
+                  for name in ("input_ids", "input_mask", "segment_ids")]
+        expected = model({"input_word_ids": window[0], "input_mask": window[1],
+                          "input_type_ids": window[2]}, training=False)
+        served = serve(input_ids=window[0], input_mask=window[1], segment_ids=window[2])
+        for detail, value in zip(inputs, window):
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        for index, name in enumerate(("start", "end")):
+            np.testing.assert_allclose(served[f"{name}_log_prob"], expected[f"{name}_logits"],
+                                       atol=1e-5)
+            np.testing.assert_allclose(interpreter.get_tensor(outputs[index]["index"]),
+                                       expected[f"{name}_logits"], atol=1e-4)
 
 
 def test_train_evaluate_every_checkpoint_then_predict_only(tmp_path, synthetic_corpus):
@@ -284,7 +318,8 @@ def test_a_tiny_model_learns_a_real_text_span_task(tmp_path, demo_corpus, versio
 
 
 @pytest.mark.parametrize("problem", ["json", "lengths", "predict_settings", "train_settings",
-                                     "pickle", "nothing_to_predict_with"])
+                                     "pickle", "nothing_to_predict_with", "export_exists",
+                                     "export_v2"])
 def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_corpus, problem):
     _, spm = synthetic_corpus
     _, train, dev, flags = _setup(tmp_path, spm, "1.1")
@@ -321,6 +356,14 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
     elif problem == "nothing_to_predict_with":
         args = [*flags, *names, "--do_predict"]
         expected = ["Nothing to predict with: no checkpoint in"]
+    elif problem == "export_exists":
+        (tmp_path / "export").mkdir()
+        (tmp_path / "export" / "albert_model.tflite").write_bytes(b"the user's model")
+        args.append(f"--export_dir={tmp_path / 'export'}")
+        expected = ["albert_model.tflite already exists"]
+    elif problem == "export_v2":
+        args += ["--version_2_with_negative", f"--export_dir={tmp_path / 'export'}"]
+        expected = ["the v2.0 scripts have no export"]
     else:
         (features / "dev.tf_record").write_bytes(b"")
         (features / "dev_left.json").write_bytes(b"\x80\x04\x95pickle")
@@ -331,3 +374,6 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
     assert {path.name: path.read_bytes() for path in features.iterdir()} == before
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
     assert not re.search(r"model\.ckpt", result.stderr)
+    if problem == "export_exists":
+        assert [p.name for p in (tmp_path / "export").iterdir()] == ["albert_model.tflite"]
+        assert (tmp_path / "export" / "albert_model.tflite").read_bytes() == b"the user's model"
