@@ -319,7 +319,7 @@ def test_a_tiny_model_learns_a_real_text_span_task(tmp_path, demo_corpus, versio
 
 @pytest.mark.parametrize("problem", ["json", "lengths", "predict_settings", "train_settings",
                                      "pickle", "nothing_to_predict_with", "export_exists",
-                                     "export_v2"])
+                                     "export_v2", "no_window"])
 def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_corpus, problem):
     _, spm = synthetic_corpus
     _, train, dev, flags = _setup(tmp_path, spm, "1.1")
@@ -361,6 +361,14 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_cor
         (tmp_path / "export" / "albert_model.tflite").write_bytes(b"the user's model")
         args.append(f"--export_dir={tmp_path / 'export'}")
         expected = ["albert_model.tflite already exists"]
+    elif problem == "no_window":
+        # Ligatures become two letters each: the context cannot align with its pieces.
+        context = "ﬁﬂﬃ ﬁﬂ ﬃﬁ " * 6 + "river"
+        with open(dev, "w", encoding="utf-8") as file:
+            json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+                "context": context, "qas": [{"id": "q1", "question": "What?", "answers": [
+                    {"text": "river", "answer_start": len(context) - 5}]}]}]}]}, file)
+        expected = ["None of the 1 questions of", "has a window"]
     elif problem == "export_v2":
         args += ["--version_2_with_negative", f"--export_dir={tmp_path / 'export'}"]
         expected = ["the v2.0 scripts have no export"]

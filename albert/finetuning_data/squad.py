@@ -622,6 +622,12 @@ def plan_predict_features(predict_file: str, feature_file: str, left_file: str, 
                          "delete it or name other files")
     converter = FeatureConverter(tokenizer, max_seq_length, doc_stride, max_query_length, False)
     features = list(converter.features(examples))
+    if not features:
+        # The original would predict "empty" for every question and score 0: a tokenizer that
+        # does not fit the text, more likely than a dev set worth scoring.
+        raise InputError(f"None of the {len(examples)} questions of {predict_file} has a "
+                         "window: no context aligns with its SentencePiece pieces (MISMATCH); "
+                         "is --spm_model_file the model's and --do_lower_case right?")
     if converter.mismatched:
         logger.warning("%d questions have no windows (MISMATCH); they get the empty prediction",
                        len(converter.mismatched))
