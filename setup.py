@@ -9,7 +9,16 @@
     pip install -e ".[test]"    # + the test suite's references (PyTorch CPU, transformers)
 """
 
+import os
+
 from setuptools import find_packages, setup
+
+# The library's own requirements live in albert/requirements.txt, where the original's
+# documented `pip install -r albert/requirements.txt` finds them.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "albert", "requirements.txt"),
+          encoding="utf-8") as requirements_file:
+    INSTALL_REQUIREMENTS = [line.strip() for line in requirements_file
+                            if line.strip() and not line.startswith("#")]
 
 # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as data
 # files; gensim is never imported), wiki markup removal and sentence
@@ -34,22 +43,7 @@ setup(
     packages=find_packages(include=["albert", "albert.*"]),
     py_modules=["convert_checkpoint", "create_pretraining_data", "run_classifier",
                 "run_pretraining", "run_race", "run_squad", "run_squad_v1", "run_squad_v2"],
-    install_requires=[
-        "tensorflow==2.20.*",
-        "keras>=3.10,<4",
-        "tensorflow-text==2.20.*",
-        "tf-models-official==2.20.*",
-        "tf-keras==2.20.*",
-        # 0.2.2 changed how exact ties of the unigram Viterbi search are broken
-        # ("444" -> "4 44" instead of "44 4"); the original era and the copy
-        # inside tensorflow-text use the older rule.
-        "sentencepiece>=0.2.0,<0.2.2",
-        "absl-py>=1.4",
-        "numpy>=1.26,<3",
-        "safetensors>=0.4",
-        "tqdm>=4.60",
-        "google-crc32c>=1.5",  # TFRecord framing without TensorFlow in data workers
-    ],
+    install_requires=INSTALL_REQUIREMENTS,
     extras_require={
         "demo": DEMO_REQUIREMENTS,
         "onnx": ONNX_REQUIREMENTS,

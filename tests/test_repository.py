@@ -57,6 +57,22 @@ def test_the_demo_packages_are_an_extra_not_a_dependency():
     assert 'pip install -e ".[demo]" && python -m albert.demo' in readme
 
 
+def test_the_original_requirements_file_is_what_the_package_requires_and_is_installed():
+    """`pip install -r albert/requirements.txt`, the original's first documented step, installs
+    the package's own requirements; the environment running the suite satisfies them."""
+    from packaging.requirements import Requirement
+
+    with open(os.path.join(REPO, "albert", "requirements.txt"), encoding="utf-8") as handle:
+        listed = [Requirement(line) for line in handle.read().splitlines()
+                  if line.strip() and not line.startswith("#")]
+    declared = [Requirement(r) for r in importlib.metadata.requires("albert-tf2")
+                if "extra ==" not in r]
+    assert sorted(map(str, listed)) == sorted(map(str, declared))
+    for requirement in listed:
+        version = importlib.metadata.version(requirement.name)
+        assert requirement.specifier.contains(version, prereleases=True), (requirement, version)
+
+
 def test_the_demo_output_is_ignored_by_git():
     ignored = open(os.path.join(REPO, ".gitignore"), encoding="utf-8").read().split()
     assert "albert_demo/" in ignored
