@@ -111,7 +111,8 @@ def apply_preset(task_name: str) -> dict:
 def main(argv):
     del argv
     if FLAGS.export_dir:
-        io.check_new_directory(FLAGS.export_dir)  # refused now, not after the training
+        # Refused now, not after the training.
+        io.check_new_directory(FLAGS.export_dir, hint="remove it or choose another --export_dir")
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
         evaluates=FLAGS.do_train and FLAGS.do_eval,
@@ -194,12 +195,13 @@ def run_once():
     finetuning.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
     if FLAGS.do_predict or FLAGS.export_dir:
         predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims,
-                           test_examples, trainer.config.jit_compile)
+                           test_examples, trainer.config.jit_compile, trainer.worker.is_chief)
 
 
 def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims, examples,
-                       jit_compile: bool):
-    """--do_predict and --export_dir, from model.ckpt-best or a fine-tuned --init_checkpoint."""
+                       jit_compile: bool, is_chief: bool = True):
+    """--do_predict and --export_dir (the chief worker's; in float32), from model.ckpt-best
+    or a fine-tuned --init_checkpoint."""
     weights, source = finetuning.prediction_weights(
         runtime, FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims,
         FLAGS.do_train, "Predicting" if FLAGS.do_predict else "Exporting")
@@ -213,8 +215,9 @@ def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, hea
         written = write_predictions(FLAGS.output_dir, glue_task, [e.guid for e in examples],
                                     probabilities, predictions)
         logging.info("Wrote %d predictions: %s", len(examples), ", ".join(written))
-    if FLAGS.export_dir:
-        export_classifier(model, FLAGS.export_dir, FLAGS.max_seq_length, glue_task.is_regression,
+    if FLAGS.export_dir and is_chief:
+        export_classifier(finetuning.float32_model(task, weights, source), FLAGS.export_dir,
+                          FLAGS.max_seq_length, glue_task.is_regression,
                           FLAGS.threshold_to_export)
         logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 

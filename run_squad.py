@@ -26,9 +26,10 @@ original, unless --null_score_diff_threshold is given.
 
 With --export_dir (v1.1 only, as the original's run_squad_v1.py) the latest
 checkpoint of --output_dir (the original's choice: the last trained step,
-not model.ckpt-best) is written as <export_dir>/saved_model/<seconds>/ and
+not model.ckpt-best; with --restarts, the best seed's model.ckpt-best) is
+written as <export_dir>/saved_model/<seconds>/ and
 <export_dir>/albert_model.tflite, one [1, max_seq_length] window in, start
-and end logits out (albert.export.squad).
+and end logits out, computed in float32 (albert.export.squad).
 
 Feature files: --train_feature_file (default <output_dir>/train.tf_record),
 --predict_feature_file and --predict_feature_left_file (default
@@ -91,10 +92,11 @@ flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_pred
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
 flags.DEFINE_bool("use_einsum", True, "Accepted for compatibility (no numerical effect).")
 flags.DEFINE_string("export_dir", None,
-                    "SQuAD v1.1: write the latest checkpoint of --output_dir (as the original) "
-                    "here as saved_model/<seconds>/ and albert_model.tflite ([1, max_seq_length] "
-                    "inputs input_ids, input_mask, segment_ids; outputs start_logits, "
-                    "end_logits).")
+                    "SQuAD v1.1: write the latest checkpoint of --output_dir (as the original; "
+                    "else model.ckpt-best, else a fine-tuned --init_checkpoint) here as "
+                    "saved_model/<seconds>/ (outputs start_log_prob, end_log_prob) and "
+                    "albert_model.tflite (outputs start_logits, end_logits); inputs input_ids, "
+                    "input_mask, segment_ids of [1, max_seq_length].")
 flags.DEFINE_integer("start_n_top", 5, "v2.0: starts kept in the beam.")
 flags.DEFINE_integer("end_n_top", 5, "v2.0: ends kept per start.")
 flags.DEFINE_float("dropout_prob", 0.1, "v2.0: dropout in the answerability layer.")
@@ -244,7 +246,8 @@ def run_once():
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.num_keep_checkpoint)
     if FLAGS.export_dir and not FLAGS.do_train:
-        export_source(runtime, trainer, init_checkpoint)  # something to export, before any work
+        # Something to export, checked before any work.
+        choose_export_checkpoint(runtime, trainer, init_checkpoint)
     finetuning.start_writing(directory, task, trainer, FLAGS.do_train, feature_files)
     if train_cache is not None and FLAGS.do_train:
         squad.write_train_features(train_cache, tokenizer, *lengths)
@@ -258,7 +261,7 @@ def run_once():
         task.evaluation = evaluation
         predict_with_best(runtime, task, trainer, init_checkpoint, head)
     if FLAGS.export_dir:
-        export_latest(runtime, task, trainer, init_checkpoint)
+        export_squad_v1(runtime, task, trainer, init_checkpoint)
 
 
 def predict_with_best(runtime, task, trainer, init_checkpoint, head):
@@ -278,27 +281,32 @@ def predict_with_best(runtime, task, trainer, init_checkpoint, head):
     logging.info("Wrote the predictions of %s to %s", source, FLAGS.output_dir)
 
 
-
-def export_source(runtime, trainer, init_checkpoint):
+def choose_export_checkpoint(runtime, trainer, init_checkpoint):
     """(checkpoint, format) that --export_dir exports: the latest checkpoint of --output_dir,
-    as the original exported it (not model.ckpt-best); when there is none and this run does
-    not train, a fine-tuned --init_checkpoint (where the original had nothing to export)."""
+    as the original exported it (not model.ckpt-best); else model.ckpt-best (a directory
+    whose numbered checkpoints were removed); else, when this run does not train, a
+    fine-tuned --init_checkpoint (with --restarts: the best seed's model.ckpt-best)."""
     latest = trainer.checkpoints.latest_step()
     if latest is not None:
         return trainer.checkpoints.prefix(latest), "tf1"
+    best = io.join(FLAGS.output_dir, "model.ckpt-best")
+    if io.exists(best + ".index"):
+        return best, "tf1"
     if init_checkpoint and not FLAGS.do_train:
         return init_checkpoint, runtime.init_checkpoint_format
     raise InputError(f"Nothing to export: no checkpoint in {FLAGS.output_dir} and no "
                      "fine-tuned --init_checkpoint")
 
 
-def export_latest(runtime, task, trainer, init_checkpoint):
-    """--export_dir (SQuAD v1.1): `albert.export.squad` of `export_source`."""
-    source, checkpoint_format = export_source(runtime, trainer, init_checkpoint)
+def export_squad_v1(runtime, task, trainer, init_checkpoint):
+    """--export_dir (SQuAD v1.1): `albert.export.squad` of `choose_export_checkpoint`, on
+    the chief worker only."""
+    if not trainer.worker.is_chief:
+        return
+    source, checkpoint_format = choose_export_checkpoint(runtime, trainer, init_checkpoint)
     weights, _ = read_checkpoint(source, checkpoint_format, task.config, heads="required",
                                  head="squad_v1", head_dims={})
-    model = task.build_model()
-    assign_model_weights(model, weights, source)
+    model = finetuning.float32_model(task, weights, source)
     written = squad_export.export_squad_v1(model, FLAGS.export_dir, FLAGS.max_seq_length)
     logging.info("Exported %s to %s", source, " and ".join(written))
 

@@ -18,7 +18,7 @@ from setuptools import find_packages, setup
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "albert", "requirements.txt"),
           encoding="utf-8") as requirements_file:
     INSTALL_REQUIREMENTS = [line.strip() for line in requirements_file
-                            if line.strip() and not line.startswith("#")]
+                            if line.strip() and not line.strip().startswith("#")]
 
 # The demo corpus: real text shipped in the gensim 4.4.0 wheel (read as data
 # files; gensim is never imported), wiki markup removal and sentence

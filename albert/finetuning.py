@@ -10,10 +10,11 @@ fine-tunes without absl builds a `FinetuningRuntime` itself.
 import dataclasses
 from typing import Optional, Tuple
 
+import keras
 from absl import logging
 
 from albert import io, tokenization
-from albert.checkpoints import carried_config, read_checkpoint
+from albert.checkpoints import assign_model_weights, carried_config, read_checkpoint
 from albert.checkpoints.keras_hub_preset import preset_tokenizer
 from albert.config import AlbertConfig
 from albert.errors import CheckpointMismatchError, InputError
@@ -194,6 +195,20 @@ def prediction_weights(runtime: FinetuningRuntime, output_dir: str,
                                  head_dims=head_dims)
     logging.info("%s with %s", action, source)
     return weights, source
+
+
+def float32_model(task, weights: dict, source: str):
+    """The task's model holding `weights`, computing in float32 whatever mixed-precision
+    policy this process's training set globally: exports serve float32 (and TFLite's
+    built-in ops need it). The global policy is restored afterwards."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32")
+    try:
+        model = task.build_model()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assign_model_weights(model, weights, source)
+    return model
 
 
 def make_trainer(runtime: FinetuningRuntime, task, strategy, *, output_dir: str,

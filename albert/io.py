@@ -386,13 +386,15 @@ def new_directory(final_dir: str, overwrite: bool = False):
             rmtree(scratch)
 
 
-def check_new_directory(final_dir: str, overwrite: bool = False) -> None:
+def check_new_directory(final_dir: str, overwrite: bool = False,
+                        hint: str = "remove it, pass --overwrite or choose another output "
+                                    "directory") -> None:
     """What `new_directory` refuses, checked on its own: for commands that write the
-    directory only at their end, so that they refuse it before their work."""
+    directory only at their end, so that they refuse it before their work. `hint`: what the
+    user can do, in the error."""
     final_dir = absolute(final_dir).rstrip("/")
     if exists(final_dir) and (not isdir(final_dir) or listdir(final_dir)) and not overwrite:
-        raise InputError(f"{final_dir} already exists and is not empty; remove it, pass "
-                         "--overwrite or choose another output directory")
+        raise InputError(f"{final_dir} already exists and is not empty; {hint}")
 
 
 @contextlib.contextmanager

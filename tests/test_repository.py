@@ -64,7 +64,7 @@ def test_the_original_requirements_file_is_what_the_package_requires_and_is_inst
 
     with open(os.path.join(REPO, "albert", "requirements.txt"), encoding="utf-8") as handle:
         listed = [Requirement(line) for line in handle.read().splitlines()
-                  if line.strip() and not line.startswith("#")]
+                  if line.strip() and not line.strip().startswith("#")]
     declared = [Requirement(r) for r in importlib.metadata.requires("albert-tf2")
                 if "extra ==" not in r]
     assert sorted(map(str, listed)) == sorted(map(str, declared))

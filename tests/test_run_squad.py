@@ -198,6 +198,56 @@ def test_original_fine_tuned_checkpoint_predicts_like_the_keras_model(tmp_path, 
         _assert_export_computes_the_logits(tmp_path / "export", model, features)
 
 
+def test_export_alone_writes_the_latest_checkpoint_not_the_best(tmp_path, synthetic_corpus):
+    """The original's export takes the latest checkpoint of --output_dir, and needs neither
+    --do_train nor --do_predict."""
+    _, spm = synthetic_corpus
+    config, _, dev, flags = _setup(tmp_path, spm, "1.1")
+    out = tmp_path / "out"
+    out.mkdir()
+    latest = original_fine_tuned_checkpoint(str(out / "model.ckpt-5"), config, seed=1,
+                                            head="squad_v1")
+    for name in ("model.ckpt-3", "model.ckpt-best"):
+        original_fine_tuned_checkpoint(str(out / name), config, seed=2, head="squad_v1")
+    (out / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-5"\n'
+                                    'all_model_checkpoint_paths: "model.ckpt-3"\n'
+                                    'all_model_checkpoint_paths: "model.ckpt-5"\n')
+    result = run_script("run_squad_v1.py", *flags, f"--export_dir={tmp_path / 'export'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Exported " + str(out / "model.ckpt-5") in result.stderr
+    model = AlbertSquadV1(config)
+    assign_model_weights(model, latest)
+    examples = squad.read_squad_examples(dev, is_training=False).examples
+    features = list(squad.FeatureConverter(SentencePieceTokenizer(spm), 64, 24, 16,
+                                           False).features(examples))
+    _assert_export_computes_the_logits(tmp_path / "export", model, features)
+
+
+def test_the_export_model_computes_in_float32_after_mixed_precision_training():
+    """Training sets the global mixed-precision policy; the exported model must not inherit
+    it (TFLite's built-in ops and the export's contract are float32)."""
+    import keras
+
+    from albert.finetuning import float32_model
+    from albert.tasks.squad import SquadTask
+
+    from albert.checkpoints.weights import model_weights
+
+    config = tiny_config(vocab_size=1200, max_position_embeddings=64)
+    task = SquadTask(config=config, max_seq_length=64)
+    trained = AlbertSquadV1(config)
+    trained({"input_word_ids": np.zeros((1, 4), "int32"), "input_mask": np.ones((1, 4), "int32"),
+             "input_type_ids": np.zeros((1, 4), "int32")})
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        model = float32_model(task, model_weights(trained), "test")
+        assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"   # restored
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert model.dtype_policy.name == "float32"
+    assert all(layer.dtype_policy.compute_dtype == "float32" for layer in model._flatten_layers())
+
+
 def _assert_export_computes_the_logits(export, model, features):
     """The original's export: saved_model/<seconds>/ (start_log_prob, end_log_prob) and
     albert_model.tflite (tensors input_ids, input_mask, segment_ids -> start_logits,

@@ -71,6 +71,8 @@ def export_squad_v1(model, export_dir: str, max_seq_length: int) -> list:
     """Writes `saved_model/<seconds>/` and `albert_model.tflite` of `model` (an
     `AlbertSquadV1`) into `export_dir`; returns the two paths."""
     check_export_dir(export_dir)
+    # Converted first: a conversion that fails leaves nothing behind.
+    tflite_content = convert_to_tflite(model, max_seq_length)
     options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
     saved_model = _new_timestamped_dir(io.join(export_dir, SAVED_MODEL_DIR))
     with io.new_directory(saved_model) as scratch:
@@ -78,7 +80,7 @@ def export_squad_v1(model, export_dir: str, max_seq_length: int) -> list:
         tf.saved_model.save(root, scratch, signatures={"serving_default": root.serving_default},
                             options=options)
     tflite_path = io.join(export_dir, TFLITE_FILE)
-    io.write_bytes_atomically(tflite_path, convert_to_tflite(model, max_seq_length))
+    io.write_bytes_atomically(tflite_path, tflite_content)
     return [saved_model, tflite_path]
 
 

@@ -627,7 +627,8 @@ def plan_predict_features(predict_file: str, feature_file: str, left_file: str, 
         # does not fit the text, more likely than a dev set worth scoring.
         raise InputError(f"None of the {len(examples)} questions of {predict_file} has a "
                          "window: no context aligns with its SentencePiece pieces (MISMATCH); "
-                         "is --spm_model_file the model's and --do_lower_case right?")
+                         "is the SentencePiece model the one the model was trained with, and "
+                         "--do_lower_case right?")
     if converter.mismatched:
         logger.warning("%d questions have no windows (MISMATCH); they get the empty prediction",
                        len(converter.mismatched))

@@ -127,8 +127,9 @@ class Task(abc.ABC):
         once per run; tasks whose metrics are not sums over examples
         (correlations, SQuAD's answer spans) override it and evaluate on the
         host's default device. A task may add whole-dev-set arrays under
-        `CONCATENATED` (name → values); they go into eval_results.txt, not
-        the metrics.
+        `CONCATENATED` (name → values); they are journaled beside the metrics
+        (eval_results.json's `concatenated`) and printed in eval_results.txt,
+        never read as metrics.
         """
         if self.eval_input() is None:
             return None
