@@ -33,7 +33,7 @@ def test_encoder_outputs_match_model_garden(tmp_path, changes):
     theirs = reference(inputs, training=False)
     for key in ("sequence_output", "pooled_output"):
         assert np.abs(np.asarray(ours[key]) - theirs[key].numpy()).max() <= 1e-5, key
-    for a, b in zip(ours["encoder_outputs"], theirs["encoder_outputs"]):
+    for a, b in zip(ours["encoder_outputs"], theirs["encoder_outputs"], strict=True):
         assert np.abs(np.asarray(a) - b.numpy()).max() <= 1e-5
 
 

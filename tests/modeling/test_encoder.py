@@ -61,7 +61,8 @@ def test_forward_pass_matches_the_numpy_transcription_of_the_original(changes):
     for key in ("sequence_output", "pooled_output", "mlm_logits", "sentence_order_logits"):
         np.testing.assert_allclose(np.asarray(ours[key]), reference[key], atol=2e-5, rtol=0,
                                    err_msg=key)
-    for ours_layer, reference_layer in zip(ours["encoder_outputs"], reference["encoder_outputs"]):
+    for ours_layer, reference_layer in zip(ours["encoder_outputs"], reference["encoder_outputs"],
+                                           strict=True):
         np.testing.assert_allclose(np.asarray(ours_layer), reference_layer, atol=2e-5, rtol=0)
 
 

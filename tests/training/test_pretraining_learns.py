@@ -14,6 +14,7 @@ import random
 
 import pytest
 
+from albert.evaluation.chance import sentence_label_counts
 from albert.pretraining_data.instances import InstanceConfig
 from albert.pretraining_data.masking import MaskingConfig
 from albert.pretraining_data.creation import DataConfig, create_pretraining_data
@@ -112,4 +113,9 @@ def test_sentence_order_on_the_demo_corpus(tmp_path, demo_corpus):
     config = _tiny(4000, embedding_size=64, hidden_size=128, num_hidden_layers=4,
                    intermediate_size=256)
     _, evaluation = _pretrain(tmp_path, config, train, heldout, steps=1500, batch=64)
-    assert evaluation["sentence_order_accuracy"] > 0.515, evaluation
+    # A head answering one label scores the held-out set's majority share, not 0.5: the bar is
+    # 1.5 points above that share (measured: 0.530 against 0.5005 on 4,164 pairs, 2026-11-28).
+    counts = sentence_label_counts(heldout)
+    accuracy = evaluation["sentence_order_accuracy"]
+    assert accuracy > counts.majority_share + 0.015, (counts, evaluation)
+    assert "sentence_order_one_label" not in [f["kind"] for f in evaluation.get("findings", [])]
