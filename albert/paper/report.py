@@ -239,7 +239,7 @@ def _data_commands(reproduction: Reproduction) -> List[str]:
     return io.read_text(path).splitlines() if io.exists(path) else []
 
 
-def format_markdown(report: dict) -> str:
+def format_markdown(report: dict, image: Optional[str] = None) -> str:
     keys, columns = report["key_columns"], report["columns"]
     lines = [f"# Table {report['table']}: {report['title']} (scale `{report['scale']}`)", ""]
     header = [*keys, "", *columns]
@@ -251,7 +251,8 @@ def format_markdown(report: dict) -> str:
             lines.append("| " + " | ".join([*key_values, source, *values]) + " |")
     lines += [""] + [f"- {note}" for note in report["notes"]]
     lines += _format_differences(report.get("masked_lm_differences", []))
-    lines += ["", f"![Table {report['table']}](table{report['table']}.png)", "", "## Commands", "",
+    image = image or f"table{report['table']}.png"
+    lines += ["", f"![Table {report['table']}]({image})", "", "## Commands", "",
               "Data:", "", "```sh", *report["commands"]["data"], "```"]
     for row in report["rows"]:
         lines += ["", f"{row['cell']} (`{row['run_dir']}`):", "", "```sh", *row["commands"], "```"]
@@ -318,10 +319,12 @@ def plot(report: dict, path: str) -> None:
     plt.close(figure)
 
 
-def write_report(report: dict, output_dir: str) -> List[str]:
-    stem = os.path.join(output_dir, f"table{report['table']}")
+def write_report(report: dict, output_dir: str, name: Optional[str] = None) -> List[str]:
+    """Writes <name>.json, .md and .png (name: table<N> unless given)."""
+    stem = os.path.join(output_dir, name or f"table{report['table']}")
     io.write_json_atomically(stem + ".json", report)
-    io.write_text_atomically(stem + ".md", format_markdown(report))
+    io.write_text_atomically(stem + ".md",
+                             format_markdown(report, os.path.basename(stem) + ".png"))
     temporary = stem + ".tmp.png"
     plot(report, temporary)
     os.replace(temporary, stem + ".png")
