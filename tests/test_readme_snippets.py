@@ -248,8 +248,8 @@ def test_the_flag_reader_finds_commands_and_wrong_flags():
     assert len(commands) == 2 and "--no_such_option" in commands[1]
     wrong = []
     for command in commands:
-        for words in _simple_commands(command):
-            script, arguments = _script_and_arguments(words)
+        for found in filter(None, map(_script_and_arguments, _simple_commands(command))):
+            script, arguments = found
             wrong += _wrong_flags(script, arguments, _defined_options(script))
     assert wrong == ["no_such_flag", "no_such_option"]
     assert _script_and_arguments(shlex.split("python -m pytest -q --nothing")) is None
