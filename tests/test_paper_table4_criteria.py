@@ -25,10 +25,10 @@ PAPER = {label("768", ALL): 0.20, label("768", ATTENTION): 0.24, label("768", FF
 SEED_SHIFT = {1: 0.002, 2: 0.0, 3: -0.002}
 
 
-def _write_run(output_dir, cell, seed, accuracy, steps=6000):
-    """A finished run's result.json with masked tokens and correct predictions per held-out
-    document at `accuracy` (equal accuracies and seeds give equal counts)."""
-    run = {found.label: found for found in TABLES[4].cells}[cell].run_name
+def write_result(output_dir, cell, run, seed, accuracy, steps=6000, **fields):
+    """A finished run's result.json (runs/<run>[-seed<k>]/) with masked tokens and correct
+    predictions per held-out document at `accuracy` (equal accuracies and seeds give equal
+    counts), and any other `fields`; returns the run's directory."""
     directory = run_directory(str(output_dir), run, seed)
     rng = np.random.default_rng(zlib.crc32(f"{seed} {accuracy:.6f}".encode()))
     tokens = np.full(DOCUMENTS, TOKENS)
@@ -38,10 +38,17 @@ def _write_run(output_dir, cell, seed, accuracy, steps=6000):
                             MASKED_LM_DOCUMENTS: {"documents": list(range(DOCUMENTS)),
                                                   "tokens": tokens.tolist(),
                                                   "correct": correct.tolist()}},
-              "commands": [f"python run_pretraining.py --num_train_steps={steps} --do_train"]}
+              "commands": [f"python run_pretraining.py --num_train_steps={steps} --do_train"],
+              **fields}
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "result.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle)
+    return directory
+
+
+def _write_run(output_dir, cell, seed, accuracy, steps=6000):
+    run = {found.label: found for found in TABLES[4].cells}[cell].run_name
+    write_result(output_dir, cell, run, seed, accuracy, steps)
 
 
 def _write_runs(output_dir, accuracies, seeds=(1, 2, 3)):
