@@ -407,3 +407,25 @@ def test_a_cells_stuck_run_and_one_label_heads_are_named_in_the_report(tmp_path)
                      "NSP set"]
     journal.unlink()
     assert run_findings(str(tmp_path), {"heldout_sop": {"sentence_order_predicted_one": 0.5}}) == []
+
+
+def test_dropout_trains_the_cells_again_without_it_into_runs_of_their_own(
+        tmp_path, synthetic_corpus, capsys):
+    corpus, _ = synthetic_corpus
+    output = tmp_path / "paper"
+    base = ["reproduce", "--table=4", "--scale=paper", f"--corpus={corpus}", f"--heldout={corpus}",
+            f"--output_dir={output}", "--glue_dir=none", "--cells=E=768, strategy=all-shared"]
+    assert main([*base, "--dropout=0"]) == 0
+    assert "nothing was run" in capsys.readouterr().out
+    run = TABLES[4].cells[0].run_name.replace("-dropout0.1", "-dropout0")
+    assert run.endswith("-E768-all-shared-SOP-dropout0")
+    assert [path.name for path in (output / "runs").iterdir()] == [run]
+    config = json.loads(_text(output / "runs" / run / "albert_config.json"))
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.0
+    commands = _text(output / "table4-dropout0-commands.sh")
+    assert f"runs/{run}/pretraining" in commands and "dropout0.1" not in commands
+    assert not (output / "table4-commands.sh").exists()
+    assert main([*base, "--dropout=1.5"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("ERROR:") and "--dropout must be in [0, 1)" in error
+    assert error.count("\n") == 1
