@@ -43,7 +43,10 @@ class AlbertEncoder(ConfiguredModel):
     every token). That is the same arithmetic for that token with less
     work: the last block's query, output and feed-forward matmuls run on 1
     position instead of S. It is inference only: with `training=True` it is
-    an error.
+    an error. With `with_embedding_output=True` the dict also holds
+    `embedding_output` `[B, S, H]`, what the first block reads (the
+    embeddings after the E -> H projection): with `encoder_outputs`, every
+    block application's input and output (the paper's Figure 1).
 
     Setting `rematerialize = True` (a training setting, not part of the
     config; `--rematerialize`) recomputes each block application's
@@ -134,7 +137,7 @@ class AlbertEncoder(ConfiguredModel):
         self.pooler.build((None, config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=False, pooled_only=False):
+    def call(self, inputs, training=False, pooled_only=False, with_embedding_output=False):
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
             raise InputError(
                 "AlbertEncoder expects a dict with 'input_word_ids' (and optionally "
@@ -159,6 +162,7 @@ class AlbertEncoder(ConfiguredModel):
                                         dropout_seeds=site_seeds(0))
         if self.embedding_projection is not None:
             hidden_states = self.embedding_projection(hidden_states)
+        embedding_output = hidden_states
         attention_bias = attention_bias_from_mask(input_mask, hidden_states.dtype)
 
         def apply_block(states, application, attention_index, ffn_index, query_states=None):
@@ -187,11 +191,14 @@ class AlbertEncoder(ConfiguredModel):
         pooled_output = self.pooler(hidden_states[:, 0, :])
         if pooled_only:
             return {"pooled_output": pooled_output}
-        return {
+        outputs = {
             "sequence_output": hidden_states,
             "pooled_output": pooled_output,
             "encoder_outputs": encoder_outputs,
         }
+        if with_embedding_output:
+            outputs["embedding_output"] = embedding_output
+        return outputs
 
     def dropout_seeds(self, inputs, training):
         """Per-example seeds for this call's dropout: the input's, or drawn; None without dropout."""
