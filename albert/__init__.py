@@ -18,6 +18,13 @@ from albert.errors import AlbertError, CheckpointMismatchError, ConfigError, Inp
 # TensorFlow (seconds and hundreds of MB per process).
 if os.environ.get("ALBERT_LIGHTWEIGHT_IMPORT") != "1":
     from albert.modeling import AlbertClassifier, AlbertEncoder, AlbertPretrainer  # noqa: E402,F401
+    from albert.native_logs import probe_tensorflow_devices  # noqa: E402
+
+    # On a machine without a GPU, TensorFlow's first use of a device (building a
+    # model) logs "failed call to cuInit: ... UNKNOWN ERROR (303)" at error level,
+    # which reads as a failure. Probing now keeps that line out there, and only
+    # there; any other line of the probe still reaches stderr.
+    probe_tensorflow_devices()
 
 __version__ = "0.1.0"
 

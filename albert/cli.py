@@ -9,31 +9,38 @@ Ctrl-C ends with one line too, saying where the run stopped and that the same
 command goes on from there, and exit status 130.
 
 It also keeps TensorFlow's noise out of the scripts' output: the CUDA
-probe's "failed call to cuInit" error line on machines without a GPU
-driver, and the INFO lines of TensorFlow's internals (checkpoint-sharding
+probe's "failed call to cuInit" error line on machines without an NVIDIA GPU
+(kept where there is one: there it means a broken driver), and the INFO lines of TensorFlow's internals (checkpoint-sharding
 timings, SavedModel notes).
+
+`progress_display` is every script's progress: a tqdm bar on a terminal, log
+lines (no carriage returns) when stderr is a file or a pipe.
 """
 
 import logging
 import os
 import re
 import sys
+import time
 
 from absl import app, flags
+from tqdm import tqdm
 
 from albert import interrupts
-from albert.native_logs import filtered_stderr
+from albert import native_logs
 from albert.config import AlbertConfig
 from albert.errors import AlbertError, RunInterrupted, RunPreempted
 
-# Lines TensorFlow's C++ runtime prints while enumerating devices on a machine
-# without a usable GPU; they are not errors of the run.
+# Lines TensorFlow's C++ runtime prints while starting and enumerating devices
+# that are not about the run, GPU or not. (The CUDA probe's "no GPU here" lines
+# are kept out only on machines without an NVIDIA GPU: `native_logs`.)
 _DEVICE_PROBE_NOISE = re.compile(
-    r"(failed call to cuInit|Could not find cuda drivers|cudart_stub|"
-    r"Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered|"
+    r"(Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered|"
     r"TF-TRT Warning|oneDNN custom operations are on|cpu_feature_guard|"
     r"rebuild TensorFlow with the appropriate compiler flags|"
     r"All log messages before absl::InitializeLog)")
+
+
 class _DropTensorFlowInfo(logging.Filter):
     """Drops the INFO lines TensorFlow's own modules log through absl.
 
@@ -48,17 +55,75 @@ class _DropTensorFlowInfo(logging.Filter):
         return record.levelno >= logging.WARNING or not internal
 
 
-def probe_tensorflow_devices() -> None:
-    """Enumerates TensorFlow's devices once, without its GPU-probe noise.
+class LoggedProgress:
+    """tqdm's `update` / `set_postfix` / `close`, as a log line at most every `interval` seconds.
 
-    Enumerating physical devices does not start the runtime, so
-    multi-worker strategies can still be configured afterwards.
+    A tqdm bar redraws itself with carriage returns: one line on a terminal,
+    but in a file (a job's log, `2> run.log`) every redraw is kept and the
+    bars end up interleaved with the log lines.
+
+    Args:
+      total: the amount of work (steps, bytes, documents).
+      description: what is being done ("training", "tokenizing").
+      unit: of `total` ("step", "B").
+      initial: where it starts from (a resumed run).
+      unit_scale: show amounts as 1.23M (tqdm's `unit_scale`).
+      interval: seconds between two lines. The end of the work, and where it
+        stopped at `close`, are always logged.
+
+    Example:
+        progress = LoggedProgress(20, "training", "step")
+        progress.update(20)   # logs "training: step 20/20 (100%)"
     """
-    # Inside: create_pretraining_data.py and its workers import this module without TensorFlow.
-    import tensorflow as tf
 
-    with filtered_stderr(_DEVICE_PROBE_NOISE):
-        tf.config.list_physical_devices()
+    def __init__(self, total: int, description: str, unit: str, initial: int = 0,
+                 unit_scale: bool = False, interval: float = 60.0):
+        self.total = total
+        self.description = description
+        self.unit = unit
+        self.unit_scale = unit_scale
+        self.step = initial
+        self.interval = interval
+        self.postfix = {}
+        self._last = time.monotonic()
+        self._logged_step = initial
+
+    def update(self, count: int) -> None:
+        self.step += count
+        if time.monotonic() - self._last >= self.interval or self.step >= self.total:
+            self._log()
+
+    def set_postfix(self, refresh: bool = True, **values) -> None:
+        del refresh
+        self.postfix = values
+
+    def _amount(self) -> str:
+        if self.unit_scale:
+            return (f"{tqdm.format_sizeof(self.step, self.unit)}/"
+                    f"{tqdm.format_sizeof(self.total, self.unit)}")
+        return f"{self.unit} {self.step}/{self.total}"
+
+    def _log(self) -> None:
+        self._last = time.monotonic()
+        self._logged_step = self.step
+        values = "".join(f", {key} {value}" for key, value in self.postfix.items())
+        logging.getLogger("albert").info(
+            "%s: %s (%d%%)%s", self.description, self._amount(),
+            100 * self.step // max(self.total, 1), values)
+
+    def close(self) -> None:
+        if self.step != self._logged_step:
+            self._log()
+
+
+def progress_display(total: int, description: str, unit: str, initial: int = 0,
+                     unit_scale: bool = False):
+    """A tqdm bar when stderr is a terminal, else `LoggedProgress` (log lines)."""
+    if not sys.stderr.isatty():
+        return LoggedProgress(total, description, unit, initial, unit_scale)
+
+    return tqdm(total=total, initial=initial, unit=unit, unit_scale=unit_scale, desc=description,
+                mininterval=1.0, dynamic_ncols=True)
 
 
 def _drop_tensorflow_test_callbacks() -> None:
@@ -92,8 +157,7 @@ def run(main):
         logging.getLogger("tensorflow").setLevel(logging.WARNING)
         logging.getLogger("absl").addFilter(_DropTensorFlowInfo())
         try:
-            if "tensorflow" in sys.modules:
-                probe_tensorflow_devices()
+            native_logs.probe_tensorflow_devices(_DEVICE_PROBE_NOISE)
             result = main(argv)
             # A Ctrl-C a finalizer swallowed after the last check still ends the run as
             # interrupted (exit 130), not as a success.

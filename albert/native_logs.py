@@ -6,6 +6,7 @@ noise, in order, once the call returns.
 """
 
 import contextlib
+import glob
 import os
 import re
 import sys
@@ -25,6 +26,47 @@ TFLITE_CONVERTER_NOISE = re.compile(
 ONNX_CONVERTER_NOISE = re.compile(
     r"^I0000 .*(Number of eligible GPUs|Starting new session)|"
     r"All log messages before absl::InitializeLog")
+
+
+# What TensorFlow's first device enumeration says on a machine without an
+# NVIDIA GPU: the CUDA driver stub found no driver ("E ... cuda_platform.cc]
+# failed call to cuInit: ... UNKNOWN ERROR (303)", at error level, so
+# TF_CPP_MIN_LOG_LEVEL=2 lets it through) or no CUDA runtime. On such a machine
+# it only says there is no GPU; where there is one it is the only sign of a
+# broken driver, so `probe_tensorflow_devices` keeps it there.
+NO_GPU_PROBE_NOISE = re.compile(
+    r"failed call to cuInit|Could not find cuda drivers|cudart_stub")
+
+
+def nvidia_gpu_present() -> bool:
+    """Whether the machine shows an NVIDIA GPU: the driver's device nodes (Linux, or WSL's /dev/dxg).
+
+    Read from the file system, so it is known before TensorFlow asks the CUDA
+    driver (and without loading it).
+    """
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/dxg")
+
+
+def probe_tensorflow_devices(noise=None) -> None:
+    """Enumerates TensorFlow's devices once, if TensorFlow is loaded, keeping expected noise out.
+
+    TensorFlow probes CUDA once per process, at its first device enumeration;
+    doing it here, under `filtered_stderr`, keeps the probe's "no GPU here"
+    lines out of the output of a machine that has none, and every other line
+    in. Enumerating physical devices does not start the runtime, so devices
+    and multi-worker strategies can still be configured afterwards.
+    """
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is None:
+        return
+    patterns = [noise.pattern] if noise is not None else []
+    if not nvidia_gpu_present():
+        patterns.append(NO_GPU_PROBE_NOISE.pattern)
+    if not patterns:
+        tensorflow.config.list_physical_devices()
+        return
+    with filtered_stderr(re.compile("|".join(f"(?:{p})" for p in patterns))):
+        tensorflow.config.list_physical_devices()
 
 
 @contextlib.contextmanager

@@ -53,9 +53,9 @@ from io import BytesIO
 from typing import List, Optional, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from albert import io
+from albert.cli import progress_display
 from albert.errors import AlbertError, InputError
 from albert.pretraining_data.corpus import iter_windows, total_input_bytes
 from albert.pretraining_data.instance_encoding import serialize_instance
@@ -457,12 +457,11 @@ class Summary:
         }
 
 
-def _progress_bar(total: int, description: str, unit: str, enabled: bool):
+def _progress_bar(total: int, description: str, unit: str, enabled: bool, unit_scale=False):
     if not enabled:
         return None
 
-    return tqdm(total=total, unit=unit, unit_scale=True, desc=description, mininterval=1.0,
-                dynamic_ncols=True)
+    return progress_display(total, description, unit, unit_scale=unit_scale)
 
 
 def _advance(progress, amount: int) -> None:
@@ -583,7 +582,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
         with terminate_as_exception() as termination, \
                 _scratch_directory(output_files[0]) as scratch:
             progress = _progress_bar(total_input_bytes(input_files), "tokenizing", "B",
-                                     show_progress)
+                                     show_progress, unit_scale=True)
             documents = _tokenize_corpus(input_files, config, jobs, scratch, progress)
             _close(progress)
             summary.set_corpus(documents)
@@ -594,7 +593,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
             shared = corpus if jobs.in_process else scratch
             # As many buckets as windows: a bucket holds about a window's records.
             shuffle = GlobalRecordShuffle(scratch, -(-len(documents) // config.documents_per_window))
-            progress = _progress_bar(len(documents), "instances", "documents", show_progress)
+            progress = _progress_bar(len(documents), "instances", "document", show_progress)
             _create_instances(corpus, shared, config, jobs, shuffle, summary, progress)
             _close(progress)
             jobs.close(success=True)
@@ -602,7 +601,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
                 raise InputError(f"No pretraining instances: the input ({input_patterns}) holds "
                                  "no documents with tokens")
             termination.check()
-            progress = _progress_bar(shuffle.records, "writing", "records", show_progress)
+            progress = _progress_bar(shuffle.records, "writing", "record", show_progress)
             with _AtomicRecordFiles(output_files) as writers:
                 for written, (document, record) in enumerate(shuffle):
                     writers[written % len(writers)].write_framed(record)
@@ -610,6 +609,7 @@ def create_pretraining_data(input_patterns: str, output_spec: str, config: DataC
                     counts[written % len(writers)] += 1
                     if written % 4096 == 4095:
                         _advance(progress, 4096)
+                _advance(progress, shuffle.records % 4096)
             _close(progress)
     finally:
         jobs.close(success=False)

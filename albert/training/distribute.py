@@ -42,8 +42,12 @@ def _cluster_workers() -> int:
 def define_flags() -> None:
     """The distribution flags every training script shares."""
     flags.DEFINE_enum("strategy", "auto", STRATEGIES,
-                      "tf.distribute strategy: auto picks tpu (with --tpu), multi_worker (TF_CONFIG "
-                      "with several workers), mirrored (several GPUs) or one_device.")
+                      "tf.distribute strategy. auto picks the first that applies: tpu when --tpu, "
+                      "--tpu_name or --use_tpu is given, or, with none of them, when this "
+                      "machine has a TPU attached (a TPU VM: /dev/accel0 or its TPU_* "
+                      "environment variables; or $TPU_NAME is set); multi_worker when TF_CONFIG "
+                      "lists several workers; mirrored over all GPUs when there are several; "
+                      "else one_device (the GPU, or the CPU).")
     flags.DEFINE_string("tpu", None, "TPU name or address (same as --tpu_name).")
     flags.DEFINE_integer("cpu_devices", 1,
                          "Split the CPU into this many logical devices, e.g. to run --strategy="

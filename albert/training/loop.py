@@ -38,6 +38,7 @@ import keras
 import tensorflow as tf
 
 from albert import interrupts, io
+from albert.cli import progress_display
 from albert.checkpoints import model_variables
 from albert.modeling.encoder import set_rematerialization
 from albert.errors import (AlbertError, InputError, RunInterrupted, RunPreempted,
@@ -52,9 +53,9 @@ from albert.training.host_actions import (CheckpointSchedule, Findings, Progress
 from albert.training.inputs import (TaskInput, check_global_batch,
                                     distributed_training_dataset)
 from albert.training.optimization import AlbertLossScaleOptimizer
-from albert.training.progress import training_progress
 from albert.training.replica_step import (check_optimizer_takes_summed_gradients,
-                                          replica_values, train_steps_function)
+                                          inner_optimizer, replica_values,
+                                          train_steps_function)
 from albert.training.run_directory import CONCATENATED, DATA_ORDER_FILE, RunDirectory
 
 logger = logging.getLogger("albert")
@@ -268,7 +269,11 @@ class Trainer:
         if step is not None:
             self.checkpoints.check_restorable(step, model, optimizer)
         self.directory.lock(*locks)
-        self.directory.write_run_files(run_files)
+        try:
+            self.directory.write_run_files(run_files)
+        except BaseException:
+            self.directory.unlock()
+            raise
         return step
 
     def run_files(self, training: bool) -> Dict[str, str]:
@@ -298,6 +303,14 @@ class Trainer:
                 "): every worker needs the same output directory (a shared file system or "
                 "gs://)")
 
+    def _warn_about_warmup(self, optimizer) -> None:
+        """Says so when the learning rate never leaves its warm-up (a short run with the
+        pretraining defaults): the run would train at a small fraction of its rate, silently."""
+        schedule = getattr(inner_optimizer(optimizer), "learning_rate_schedule", None)
+        warning = schedule.warmup_warning() if schedule is not None else None
+        if warning and self.worker.is_chief:
+            logger.warning(warning)
+
     def _train_function(self, model, optimizer, iterator):
         return train_steps_function(self.task, self.strategy, model, optimizer, iterator,
                                     self.config.jit_compile, self.task.loss_names,
@@ -323,6 +336,7 @@ class Trainer:
             if step >= config.num_train_steps:
                 logger.info("Already trained to step %d", step)
                 return last_eval
+            self._warn_about_warmup(optimizer)
             return self._train_from(step, model, optimizer, do_eval) or last_eval
         except KeyboardInterrupt:
             raise self._interrupted() from None
@@ -436,7 +450,7 @@ class Trainer:
         if not (self.config.show_progress and self.worker.is_chief):
             return None
 
-        return training_progress(self.config.num_train_steps, step)
+        return progress_display(self.config.num_train_steps, "training", "step", initial=step)
 
     def _interrupted(self) -> RunInterrupted:
         """Ctrl-C: where the run stopped, and where the same command goes on from."""

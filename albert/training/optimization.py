@@ -67,6 +67,27 @@ class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule
         warmup = self.learning_rate * ops.maximum(warmup_step, 0.0) / float(self.num_warmup_steps)
         return ops.where(warmup_step < self.num_warmup_steps, warmup, decayed)
 
+    def warmup_warning(self) -> Optional[str]:
+        """What a run of `num_train_steps` misses when its warm-up does not end before it does
+        (None when it ends in time).
+
+        Steps 0 .. T-1 are trained; the rate reaches its peak only at step
+        `start_warmup_step + W`. Short runs with the pretraining defaults
+        (3125 warm-up steps) stay near zero for their whole length.
+        """
+        warmup_end = self.start_warmup_step + self.num_warmup_steps
+        if self.num_warmup_steps <= 0 or warmup_end < self.num_train_steps:
+            return None
+        last_rate = self.learning_rate * max(
+            self.num_train_steps - 1 - self.start_warmup_step, 0) / self.num_warmup_steps
+        started = f", from step {self.start_warmup_step}" if self.start_warmup_step else ""
+        return (f"The learning-rate warm-up ({self.num_warmup_steps} steps{started}) does not "
+                f"end before the run does ({self.num_train_steps} steps): the learning rate "
+                f"climbs for the whole run, ends at {last_rate:.3g} and never reaches the peak "
+                f"learning rate {self.learning_rate:g}. Warm up over fewer steps than the run "
+                "trains, e.g. a tenth of them: --num_warmup_steps (run_pretraining.py), "
+                "--warmup_step or --warmup_proportion (fine-tuning scripts)")
+
     def get_config(self):
         return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
                 "num_warmup_steps": self.num_warmup_steps,
@@ -92,6 +113,9 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
                  variable_names: Optional[Dict[str, str]] = None,
                  gradients_summed_by_caller: bool = False, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        # Kept for `warmup_warning` (Keras keeps its own copy private).
+        self.learning_rate_schedule = (
+            learning_rate if isinstance(learning_rate, AlbertLearningRateSchedule) else None)
         # True: the caller applies gradients already summed across replicas (ALBERT's
         # training loop does, so that mixed_float16's finiteness check sees the sum, and
         # refuses an optimizer built without it); False: `apply` sums them, as Keras

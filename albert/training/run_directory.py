@@ -27,8 +27,11 @@
   `data_order.json` existed gets it on its next start.
 * locks: a training run holds `.train.lock`, an evaluating run
   `.eval.lock` (advisory `flock` locks, released when the process ends, even
-  killed). A second run that needs a lock in use ends with one line. On
-  remote file systems (gs://) there is no locking; a warning says so.
+  killed). A second run that needs a lock in use ends with one line. A run
+  removes its lock files when it ends, whether it succeeded or failed; only
+  a killed run leaves one behind, which locks nothing and is taken over by
+  the next run. On remote file systems (gs://) there is no locking; a
+  warning says so.
 """
 
 import json
@@ -92,17 +95,23 @@ class RunLock:
         import fcntl  # POSIX only; a remote directory (above) never needs it
 
         io.makedirs(io.dirname(self.path))
-        handle = open(self.path, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+        while True:
+            handle = open(self.path, "a+", encoding="utf-8")
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                handle.close()
+                activity = "training" if self.kind == "train" else "evaluating"
+                raise InputError(
+                    f"Another run is {activity} in {io.dirname(self.path)} ({holder}); wait for "
+                    "it to end or use another --output_dir") from None
+            # The run that held the lock removes the file before it lets go (`release`):
+            # a lock won on a file no longer at the path locks nothing, so open it again.
+            if _is_file_at(handle, self.path):
+                break
             handle.close()
-            activity = "training" if self.kind == "train" else "evaluating"
-            raise InputError(
-                f"Another run is {activity} in {io.dirname(self.path)} ({holder}); wait for it "
-                "to end or use another --output_dir") from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
@@ -110,9 +119,26 @@ class RunLock:
         self._handle = handle
 
     def release(self) -> None:
+        """Removes the lock file, then lets go of the lock: no lock file is left in the
+        output directory. Removed while still held, so no other run can hold it then; a
+        run waiting to open it finds it gone once it wins the lock (`acquire`)."""
         if self._handle is not None:
+            try:
+                os.remove(self.path)
+            except FileNotFoundError:
+                pass
             self._handle.close()  # closing releases the flock
             self._handle = None
+
+
+def _is_file_at(handle, path: str) -> bool:
+    """Whether the open file `handle` is still the file at `path` (not removed or replaced)."""
+    try:
+        at_path = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(handle.fileno())
+    return (opened.st_dev, opened.st_ino) == (at_path.st_dev, at_path.st_ino)
 
 
 class RunDirectory:
@@ -156,10 +182,15 @@ class RunDirectory:
     def lock(self, *kinds: str) -> None:
         if not self.is_chief:
             return
-        for kind in kinds:
-            lock = RunLock(self.output_dir, kind)
-            lock.acquire()
-            self._locks.append(lock)
+        try:
+            for kind in kinds:
+                lock = RunLock(self.output_dir, kind)
+                lock.acquire()
+                self._locks.append(lock)
+        except BaseException:
+            # Refused on the second lock: the first is let go (and its file removed) now.
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         """Ends the run's use of the directory (also on errors and interrupts): writes the
