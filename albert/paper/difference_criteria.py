@@ -355,8 +355,8 @@ def held_out_lines(result: dict) -> List[str]:
 
 
 def pyplot():
-    """matplotlib's pyplot on the file-only backend (matplotlib is an optional dependency,
-    the "demo" extra, so it is imported here, when a plot is asked for)."""
+    """matplotlib's pyplot on the file-only backend."""
+    # Inside: matplotlib is an optional dependency (the "demo" extra).
     import matplotlib
 
     matplotlib.use("Agg")
