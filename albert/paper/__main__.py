@@ -1,8 +1,9 @@
-"""`python -m albert.paper params|reproduce|evaluate|criteria|by-source` (see albert/paper/__init__.py and
-docs/paper.md)."""
+"""`python -m albert.paper params|reproduce|evaluate|criteria|by-source|transitions|speed` (see
+albert/paper/__init__.py and docs/paper.md)."""
 
 import argparse
 import dataclasses
+import importlib
 import importlib.util
 import json
 import os
@@ -200,9 +201,29 @@ CRITERIA_DEFAULTS = {5: {"seeds": 2, "final_step": 12000, "early_step": 6000},
                          "final_step": sharing_criteria.FINAL_STEP}}
 
 
+# Subcommands whose code lives in a module of their own: each module defines
+# add_arguments(parser) and main(args) -> int.
+MODULE_COMMANDS = {
+    "transitions": ("albert.paper.transitions",
+                    "the L2 distance and angle between every layer's input and output hidden "
+                    "states of a checkpoint on text (the paper's Figure 1)"),
+    "speed": ("albert.paper.speed",
+              "training throughput of BERT and ALBERT sizes on this machine, one process and "
+              "several workers (the paper's Table 2 speed column)"),
+}
+# Pre-registered criteria judged by a module of their own (docs/paper.md): Figure 1 is "table"
+# 1 here (the paper's Table 1 has no experiment). Each module defines judge_command(args) -> int.
+MODULE_CRITERIA = {1: "albert.paper.figure1_criteria", 3: "albert.paper.embedding_criteria",
+                   8: "albert.paper.dropout_criteria"}
+
+
 def _criteria(args) -> int:
-    """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)) or Table 4 ((a)-(d)),
-    judged on the runs as written."""
+    """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)), Table 4 ((a)-(d)),
+    Figure 1, Table 3 or the dropout runs, judged on the runs as written."""
+    if args.table in MODULE_CRITERIA:
+        if args.plot and importlib.util.find_spec("matplotlib") is None:
+            raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
+        return importlib.import_module(MODULE_CRITERIA[args.table]).judge_command(args)
     for name, value in CRITERIA_DEFAULTS[args.table].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -342,9 +363,14 @@ def main(argv=None) -> int:
         "criteria", help="the pre-registered criteria (a)-(f) of the multi-seed Table 5 or "
                          "(a)-(d) of the multi-seed Table 4 (docs/paper.md) from a "
                          "reproduction's runs")
-    criteria.add_argument("--table", type=int, choices=sorted(CRITERIA_DEFAULTS), default=5)
-    criteria.add_argument("--output_dir", required=True,
-                          help="the --output_dir of the table's `reproduce` runs")
+    criteria.add_argument("--table", type=int,
+                          choices=sorted(set(CRITERIA_DEFAULTS) | set(MODULE_CRITERIA)), default=5,
+                          help="5, 4, 3 (embedding size), 8 (dropout) or 1 (Figure 1)")
+    criteria.add_argument("--output_dir", default=None,
+                          help="the --output_dir of the table's `reproduce` runs (every table "
+                               "but Figure 1)")
+    criteria.add_argument("--figure_dir", default=None,
+                          help="Figure 1: the directory of the runs' `transitions` JSON files")
     criteria.add_argument("--seeds", type=int, default=None,
                           help="seeds per cell (Table 5, default 2) or per E=768 cell (Table 4, "
                                "default 3; its E=128 cells have one)")
@@ -375,10 +401,18 @@ def main(argv=None) -> int:
                            help="the larger corpus's manifest.json (its heldout_sources)")
     by_source.add_argument("--output", required=True, help="JSON file to write (must not exist)")
     by_source.add_argument("--resamples", type=int, default=RESAMPLES)
+    module_mains = {}
+    for name, (module_name, help_text) in MODULE_COMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(commands.add_parser(name, help=help_text))
+        module_mains[name] = module.main
     args = parser.parse_args(argv)
+    if args.command == "criteria" and args.table != 1 and not args.output_dir:
+        parser.error("criteria: --output_dir is required")
     try:
         return {"params": _params, "reproduce": _reproduce, "evaluate": _evaluate,
-                "criteria": _criteria, "by-source": _by_source}[args.command](args)
+                "criteria": _criteria, "by-source": _by_source,
+                **module_mains}[args.command](args)
     except AlbertError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
