@@ -118,12 +118,18 @@ class LoggedProgress:
 
 def progress_display(total: int, description: str, unit: str, initial: int = 0,
                      unit_scale: bool = False):
-    """A tqdm bar when stderr is a terminal, else `LoggedProgress` (log lines)."""
-    if not sys.stderr.isatty():
+    """A tqdm bar when stderr is a terminal (or a notebook's), else `LoggedProgress` (log lines)."""
+    if not _stderr_redraws_lines():
         return LoggedProgress(total, description, unit, initial, unit_scale)
 
     return tqdm(total=total, initial=initial, unit=unit, unit_scale=unit_scale, desc=description,
                 mininterval=1.0, dynamic_ncols=True)
+
+
+def _stderr_redraws_lines() -> bool:
+    """Whether a carriage return on stderr redraws the line: a terminal, or a Jupyter
+    notebook's stderr (ipykernel's stream, which is no terminal and has no log handler)."""
+    return sys.stderr.isatty() or type(sys.stderr).__module__.startswith("ipykernel")
 
 
 def _drop_tensorflow_test_callbacks() -> None:

@@ -6,6 +6,7 @@ carriage returns) when stderr is not a terminal; lock files do not outlive
 the run that held them.
 """
 
+import io
 import os
 import re
 import subprocess
@@ -109,8 +110,8 @@ def test_a_first_short_pretraining_run_warns_logs_progress_lines_and_leaves_no_l
 
 
 # ---------------------------------------------------------------- progress
-def test_progress_is_log_lines_when_stderr_is_not_a_terminal(caplog):
-    assert not sys.stderr.isatty()   # captured by pytest
+def test_progress_is_log_lines_when_stderr_is_not_a_terminal(caplog, monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())   # as `2> run.log` or a pipe
     progress = cli.progress_display(2500, "tokenizing", "B", unit_scale=True)
     assert isinstance(progress, cli.LoggedProgress)
     with caplog.at_level("INFO", logger="albert"):
@@ -120,6 +121,16 @@ def test_progress_is_log_lines_when_stderr_is_not_a_terminal(caplog):
         finished.update(7)
         finished.close()        # already logged at the end: not twice
     assert caplog.messages == ["tokenizing: 1.00kB/2.50kB (40%)", "writing: record 7/7 (100%)"]
+
+
+def test_a_notebooks_stderr_gets_a_bar(monkeypatch):
+    """Jupyter's stderr is no terminal, but redraws a line on a carriage return; log lines
+    would go nowhere there (no handler)."""
+    notebook_stream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})
+    monkeypatch.setattr(sys, "stderr", notebook_stream())
+    progress = cli.progress_display(3, "training", "step")
+    assert not isinstance(progress, cli.LoggedProgress)
+    progress.close()
 
 
 def test_data_creation_progress_is_log_lines_in_a_redirected_log(tmp_path, synthetic_corpus):
