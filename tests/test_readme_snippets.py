@@ -52,14 +52,19 @@ _ABSL_SPECIAL = {"flagfile", "undefok"}
 
 
 def _pages():
-    pages = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
-    return [os.path.relpath(page, REPO) for page in pages]
+    pages = sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+    return ["README.md"] + [os.path.relpath(page, REPO) for page in pages]
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S.*)$")
 
 
 def _command_lines(text):
-    """Shell command lines (continuations joined) in code blocks and inline code spans."""
+    """Shell command lines (continuations joined) in code blocks and inline code spans, with
+    the page's shell variables (`B="--flag=x ..."` on a line of its own) expanded."""
     lines = text.splitlines()
     in_python_fence = False
+    variables = {}
     index = 0
     while index < len(lines):
         line = lines[index].strip()
@@ -67,13 +72,23 @@ def _command_lines(text):
         if line.startswith("```"):
             in_python_fence = not in_python_fence and line[3:].strip() in ("python", "py")
             continue
-        if in_python_fence or not _COMMAND_START.search(line):
+        if in_python_fence:
             continue
-        command = line
-        while command.endswith("\\") and index < len(lines):
-            command = command[:-1] + " " + lines[index].strip()
+        while line.endswith("\\") and index < len(lines):
+            line = line[:-1] + " " + lines[index].strip()
             index += 1
-        yield command
+        assignment = _ASSIGNMENT.match(line)
+        if assignment and not _COMMAND_START.search(line):
+            try:
+                value = shlex.split(assignment.group(2))
+            except ValueError:
+                continue
+            if len(value) == 1:
+                variables[assignment.group(1)] = value[0]
+            continue
+        if _COMMAND_START.search(line):
+            yield re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+                         lambda m: variables.get(m.group(1), m.group(0)), line)
     for span in _INLINE_COMMAND.findall(text):
         yield " ".join(span.split())
 
@@ -239,9 +254,10 @@ def _flag_errors(pages):
 
 
 def test_the_flag_reader_finds_commands_and_wrong_flags():
-    """The reader itself: continuations, inline spans, subcommands, absl's --no<flag>."""
-    page = ("Run it:\n\n    pip install . && TF_CONFIG=x python3 run_race.py --do_train \\\n"
-            "        --nodo_train --max_qa_length=1 --no_such_flag   # comment --not_this\n\n"
+    """The reader: continuations, variables, inline spans, subcommands, absl's --no<flag>."""
+    page = ("Run it:\n\n    B=\"--data_dir=d \\\n       --no_such_flag\"\n"
+            "    pip install . && TF_CONFIG=x python3 run_race.py --do_train \\\n"
+            "        --nodo_train $B --max_qa_length=1   # comment --not_this\n\n"
             "or `python -m albert.paper criteria --output=o --no_such_option` in prose.\n"
             "```python\npython run_race.py --inside_python_code\n```\n")
     commands = list(_command_lines(page))
