@@ -48,13 +48,14 @@ def nvidia_gpu_present() -> bool:
 
 
 def probe_tensorflow_devices(noise=None) -> None:
-    """Enumerates TensorFlow's devices once, if TensorFlow is loaded, keeping expected noise out.
+    """Enumerates TensorFlow's devices now, under `filtered_stderr`, when TensorFlow is
+    loaded and there is noise to keep out: `noise`, and on a machine without an NVIDIA GPU
+    the CUDA probe's "no GPU here" lines (`NO_GPU_PROBE_NOISE`). Every other line passes.
 
-    TensorFlow probes CUDA once per process, at its first device enumeration;
-    doing it here, under `filtered_stderr`, keeps the probe's "no GPU here"
-    lines out of the output of a machine that has none, and every other line
-    in. Enumerating physical devices does not start the runtime, so devices
-    and multi-worker strategies can still be configured afterwards.
+    TensorFlow probes CUDA once per process, at its first device enumeration,
+    so what this call keeps out stays out. Enumerating physical devices does
+    not start the runtime: devices and multi-worker strategies can still be
+    configured afterwards.
     """
     tensorflow = sys.modules.get("tensorflow")
     if tensorflow is None:
@@ -63,8 +64,7 @@ def probe_tensorflow_devices(noise=None) -> None:
     if not nvidia_gpu_present():
         patterns.append(NO_GPU_PROBE_NOISE.pattern)
     if not patterns:
-        tensorflow.config.list_physical_devices()
-        return
+        return   # nothing to keep out: TensorFlow probes at its first use, as it would
     with filtered_stderr(re.compile("|".join(f"(?:{p})" for p in patterns))):
         tensorflow.config.list_physical_devices()
 

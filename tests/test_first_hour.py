@@ -45,11 +45,18 @@ def _fake_tensorflow(monkeypatch):
 def test_the_cuda_probe_line_is_dropped_only_where_there_is_no_gpu(monkeypatch, capfd, gpu):
     _fake_tensorflow(monkeypatch)
     monkeypatch.setattr(native_logs, "nvidia_gpu_present", lambda: gpu)
-    native_logs.probe_tensorflow_devices()
+    native_logs.probe_tensorflow_devices(re.compile("other noise"))   # as the scripts do
     stderr = capfd.readouterr().err
     assert "a real error" in stderr and ERROR_LINE.match(REAL_ERROR)
     # Where there is a GPU, a failed cuInit is a broken driver: the user must see it.
     assert ("failed call to cuInit" in stderr) == gpu
+
+
+def test_the_import_leaves_the_probe_to_tensorflow_where_there_is_a_gpu(monkeypatch, capfd):
+    _fake_tensorflow(monkeypatch)
+    monkeypatch.setattr(native_logs, "nvidia_gpu_present", lambda: True)
+    native_logs.probe_tensorflow_devices()   # what `import albert` calls
+    assert capfd.readouterr().err == ""      # not probed: nothing to keep out
 
 
 @pytest.mark.skipif(native_logs.nvidia_gpu_present(), reason="the machine has an NVIDIA GPU")
