@@ -18,6 +18,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from albert.native_logs import probe_tensorflow_devices  # noqa: E402
+
+# TensorFlow lists its devices below, before any test imports albert: let the package's probe do
+# it first, so that a machine without a GPU does not end the run with the "failed call to
+# cuInit" line (dropped only where there is no NVIDIA GPU).
+probe_tensorflow_devices()
+
 # Two logical CPU devices, so the distributed input path runs under
 # MirroredStrategy in-process (tests/records/test_streams.py). Default placement
 # stays on the first.
