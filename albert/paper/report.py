@@ -271,7 +271,8 @@ def _moving_average(values: List[float], window: int) -> List[float]:
 
 def plot(report: dict, path: str) -> None:
     """Bars: held-out accuracies per cell (paper markers where it printed them);
-    curves: training MLM loss and held-out MLM accuracy of every cell."""
+    curves: training MLM loss and held-out MLM accuracy of every cell. A curve panel with no
+    data for any cell (a run directory whose training log is gone) is left out, not drawn empty."""
     # Inside: matplotlib is an optional dependency (the "demo" extra).
     import matplotlib
 
@@ -279,7 +280,24 @@ def plot(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt  # after choosing the file-only backend above
 
     rows = report["rows"]
-    figure, (bars, losses, accuracies) = plt.subplots(1, 3, figsize=(16, 4.8))
+    loss_curves, accuracy_curves = [], []
+    for row in rows:
+        records = read_train_log(os.path.join(row["run_dir"], "pretraining"))
+        if records:
+            loss_curves.append((row["cell"], [record["step"] for record in records],
+                                _moving_average([record["masked_lm_loss"] for record in records],
+                                                25)))
+        eval_path = os.path.join(row["run_dir"], "pretraining", "eval_results.json")
+        if io.exists(eval_path):
+            evaluations = io.read_json(eval_path)["evaluations"]
+            if evaluations:
+                accuracy_curves.append(
+                    (row["cell"], [entry["step"] for entry in evaluations],
+                     [100 * entry["masked_lm_accuracy"] for entry in evaluations]))
+    panels = 1 + bool(loss_curves) + bool(accuracy_curves)
+    figure, axes = plt.subplots(1, panels, figsize=(16 * panels / 3, 4.8), squeeze=False)
+    axes = list(axes[0])
+    bars = axes.pop(0)
     width = 0.8 / len(INTRINSIC_COLUMNS)
     for offset, column in enumerate(INTRINSIC_COLUMNS):
         positions = [index + (offset - 1) * width for index in range(len(rows))]
@@ -296,24 +314,20 @@ def plot(report: dict, path: str) -> None:
     bars.set_ylim(0, 100)
     bars.legend(fontsize=7)
     bars.set_title(f"Table {report['table']} at scale {report['scale']}")
-    for row in rows:
-        records = read_train_log(os.path.join(row["run_dir"], "pretraining"))
-        if records:
-            steps = [record["step"] for record in records]
-            values = [record["masked_lm_loss"] for record in records]
-            losses.plot(steps, _moving_average(values, 25), label=row["cell"], linewidth=1)
-        eval_path = os.path.join(row["run_dir"], "pretraining", "eval_results.json")
-        if io.exists(eval_path):
-            evaluations = io.read_json(eval_path)["evaluations"]
-            accuracies.plot([entry["step"] for entry in evaluations],
-                            [100 * entry["masked_lm_accuracy"] for entry in evaluations],
-                            marker="o", label=row["cell"], linewidth=1)
-    losses.set_xlabel("step")
-    losses.set_ylabel("training MLM loss (moving average, 25 steps)")
-    losses.legend(fontsize=7)
-    accuracies.set_xlabel("step")
-    accuracies.set_ylabel("held-out MLM accuracy (%)")
-    accuracies.legend(fontsize=7)
+    if loss_curves:
+        losses = axes.pop(0)
+        for cell, steps, values in loss_curves:
+            losses.plot(steps, values, label=cell, linewidth=1)
+        losses.set_xlabel("step")
+        losses.set_ylabel("training MLM loss (moving average, 25 steps)")
+        losses.legend(fontsize=7)
+    if accuracy_curves:
+        accuracies = axes.pop(0)
+        for cell, steps, values in accuracy_curves:
+            accuracies.plot(steps, values, marker="o", label=cell, linewidth=1)
+        accuracies.set_xlabel("step")
+        accuracies.set_ylabel("held-out MLM accuracy (%)")
+        accuracies.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
