@@ -93,14 +93,30 @@ flags.DEFINE_string("beam_pipeline_options", None,
                     "; without a runner: Beam's local FnApiRunner, offline, with "
                     "direct_num_workers=N,direct_running_mode=multi_processing for N processes). "
                     "The same bytes as without it. Needs pip install -e \".[beam]\". "
-                    "--num_workers, --documents_per_window and --progress do not apply.")
+                    "--num_workers and --documents_per_window do not apply (an error), nor "
+                    "--progress (the runner shows its own).")
 flags.mark_flags_as_required(["input_file", "output_file"])
 
 FLAGS = flags.FLAGS
 
 
+# Flags of the one-machine engine, and what to give Beam instead.
+_NOT_ON_BEAM = {
+    "num_workers": "give direct_num_workers=N,direct_running_mode=multi_processing in "
+                   "--beam_pipeline_options for N processes on Beam's local engine, or the "
+                   "runner's own worker options (Dataflow: num_workers, max_num_workers)",
+    "documents_per_window": "Beam holds a sort range of about 20,000 records per worker "
+                            "instead; leave it out",
+}
+
+
 def main(argv):
     del argv
+    if FLAGS.beam_pipeline_options is not None:
+        for name, instead in _NOT_ON_BEAM.items():
+            if FLAGS[name].present:
+                raise InputError(f"--{name} does not apply with --beam_pipeline_options: "
+                                 f"{instead}")
     if FLAGS.do_permutation:
         raise InputError("--do_permutation is not supported (the paper does not use it)")
     if FLAGS.input_file_mode not in ("r", "rb"):

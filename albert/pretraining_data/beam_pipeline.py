@@ -37,38 +37,78 @@ records can be made on any number of machines and put in the same order:
 
 A retried bundle recomputes the same bytes (nothing depends on bundle
 boundaries or worker count) and overwrites the same fragment paths.
+
+Before any of this, `pipeline_options` checks the user's options with Beam's
+own option parser (its options and the chosen runner's) and refuses runners
+that cannot run this pipeline (`UNABLE_RUNNERS`), so that a mistake is one
+ERROR line that leaves nothing behind. During the run Beam's INFO lines stay
+out of the output; the local engine's worker processes run this module
+(`python -m albert.pretraining_data.beam_pipeline`: Beam's SDK worker with
+its warnings and errors only).
 """
 
 import contextlib
 import dataclasses
+import difflib
+import importlib
 import json
 import logging
 import math
+import os
+import shlex
+import shutil
+import sys
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-import apache_beam as beam
-import numpy as np
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics import Metrics
-from apache_beam.options.pipeline_options import PipelineOptions
+# Notes Beam logs when imported without its Google Cloud extras: two warnings and an INFO line
+# before every run (and in every worker process). They are about file systems and BigQuery
+# clients this pipeline does not use; a gs:// path on a machine without them is refused with
+# its own ERROR line instead (`_check_file_systems`).
+_IMPORT_NOTES = ("Failed to import GCSFileSystem", "apitools not found",
+                 "No module named google.cloud.bigquery_storage")
+_UNAVAILABLE_FILE_SYSTEMS: List[str] = []
 
-from albert import io
-from albert.errors import AlbertError, InputError
-from albert.pretraining_data.corpus import RawDocument, iter_documents
-from albert.pretraining_data.creation import (DataConfig, Summary, WindowWorker,
+
+class _WithoutImportNotes(logging.Filter):
+    def filter(self, record):
+        message = record.getMessage()
+        if not message.startswith(_IMPORT_NOTES):
+            return True
+        if message.startswith("Failed to import GCSFileSystem"):
+            _UNAVAILABLE_FILE_SYSTEMS.append(message)
+        return False
+
+
+# The loggers they come from (getLogger makes them before Beam's modules do).
+for _name in ("", "apache_beam.io.filesystems", "apache_beam.io.gcp.bigquery"):
+    if not any(type(f).__name__ == "_WithoutImportNotes" for f in logging.getLogger(_name).filters):
+        logging.getLogger(_name).addFilter(_WithoutImportNotes())
+
+import apache_beam as beam  # noqa: E402
+import numpy as np  # noqa: E402
+from apache_beam.io.filesystem import CompressionTypes  # noqa: E402
+from apache_beam.io.filesystems import FileSystems  # noqa: E402
+from apache_beam.metrics import Metrics  # noqa: E402
+from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,  # noqa: E402
+                                                  StandardOptions, _BeamArgumentParser)
+from apache_beam.runners.runner import PipelineRunner  # noqa: E402
+
+from albert import io  # noqa: E402
+from albert.errors import AlbertError, InputError  # noqa: E402
+from albert.pretraining_data.corpus import RawDocument, iter_documents  # noqa: E402
+from albert.pretraining_data.creation import (DataConfig, Summary, WindowWorker,  # noqa: E402
                                               check_output_paths, default_summary_path,
                                               expand_output_files, instance_stream_name,
                                               TerminationWatch, terminate_as_exception,
                                               write_report)
-from albert.pretraining_data.instance_encoding import serialize_instance
-from albert.pretraining_data.instances import (InstanceStatistics, InstanceStreams, PlannedPair,
-                                               choose_partner, finish_pair, partner_tokens,
-                                               plan_pairs)
-from albert.pretraining_data.masking import MaskingStatistics
-from albert.pretraining_data.schema import documents_file_for
-from albert.records.tfrecord import frame_record
+from albert.pretraining_data.instance_encoding import serialize_instance  # noqa: E402
+from albert.pretraining_data.instances import (InstanceStatistics, InstanceStreams,  # noqa: E402
+                                               PlannedPair, choose_partner, finish_pair,
+                                               partner_tokens, plan_pairs)
+from albert.pretraining_data.masking import MaskingStatistics  # noqa: E402
+from albert.pretraining_data.schema import documents_file_for  # noqa: E402
+from albert.records.tfrecord import frame_record  # noqa: E402
 
 logger = logging.getLogger("albert")
 
@@ -83,28 +123,308 @@ _ERROR_MARK = "<<albert-input-error>>"
 _METRICS = "albert_pretraining_data"
 
 
-def pipeline_options(spec: str) -> Tuple[Optional[object], PipelineOptions]:
-    """(runner, options) from `runner=DataflowRunner,project=p,temp_location=gs://b/tmp`
-    (comma-separated key=value, the convention of TensorFlow Datasets).
+# ------------------------------------------------------------------- options and runners
+# Runners that cannot run this pipeline (what a runner= value names resolves to a class):
+# why, in the words of the ERROR line. Found by running them or by reading them (Beam 2.77).
+UNABLE_RUNNERS = {
+    "apache_beam.runners.dask.dask_runner.DaskRunner":
+        "it computes only the last leaf of a pipeline's graph (this one has three) and does not "
+        "keep the outputs of a multi-output step apart",
+    "apache_beam.runners.trivial_runner.TrivialRunner":
+        "it has no side inputs, which the numbering and the sort of this pipeline need",
+    "apache_beam.runners.interactive.interactive_runner.InteractiveRunner":
+        "it is Beam's notebook runner: it caches every step's output for inspection and runs "
+        "the pipeline on the DirectRunner underneath",
+}
+_INSTEAD = ("use Beam's local engine (no runner=) on one machine, or DataflowRunner, FlinkRunner "
+            "or SparkRunner on a cluster")
+_ON_OFF = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+_FNAPI_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 
-    Without a runner: Beam's FnApiRunner, the local engine behind its
-    DirectRunner, named directly, because the DirectRunner first tries to
-    download its "Prism" binary from the internet; `direct_num_workers=N` and
-    `direct_running_mode=multi_processing` run it in N local processes.
+
+@dataclasses.dataclass
+class BeamRun:
+    """What `--beam_pipeline_options` asks for, checked.
+
+    runner: a runner object, or None: Beam makes the one `options` names.
+    options: Beam's pipeline options.
+    local: whether the pipeline runs on this machine (SIGTERM then cleans up here).
+    description: the runner and its workers, for the log.
     """
-    arguments, runner = [], None
+
+    runner: Optional[PipelineRunner]
+    options: PipelineOptions
+    local: bool
+    description: str
+
+
+class _OptionParser(_BeamArgumentParser):
+    """Beam's own option parser, raising instead of printing its usage and exiting."""
+
+    def error(self, message):
+        raise InputError(f"--beam_pipeline_options: {message.replace('argument --', '')}")
+
+
+def _option_parser() -> _OptionParser:
+    """Every option Beam knows now: its own, and those of the runner modules imported so far
+    (as `PipelineOptions.get_all_options` collects them)."""
+    parser = _OptionParser(allow_abbrev=False, add_help=False)
+    seen = set()
+    for cls in PipelineOptions.__subclasses__():
+        if str(cls) not in seen:
+            seen.add(str(cls))
+            cls._add_argparse_args(parser)  # pylint: disable=protected-access
+    return parser
+
+
+def _runner_class(name: str):
+    """The runner class `runner=name` means (Beam's short names, case-insensitive, with or
+    without "Runner", or a full class path), refused when it cannot run this pipeline."""
+    known = {path.rsplit(".", 1)[-1].lower(): path
+             for path in list(StandardOptions.ALL_KNOWN_RUNNERS) + list(UNABLE_RUNNERS)}
+    path = known.get(name.lower(), known.get(name.lower() + "runner", name))
+    if "." not in path:
+        unable = {unable_path.rsplit(".", 1)[-1] for unable_path in UNABLE_RUNNERS}
+        usable = [r for r in StandardOptions.KNOWN_RUNNER_NAMES if r not in unable]
+        raise InputError(f"--beam_pipeline_options: unknown runner {name!r}; Beam's runners are "
+                         f"{', '.join(usable)}, or give a runner class's full path")
+    _refuse_unable(name, path)
+    module, _, class_name = path.rpartition(".")
+    try:
+        runner_class = getattr(importlib.import_module(module), class_name)
+    except Exception as error:  # noqa: B902 - any failure to load it is the user's to fix
+        raise InputError(f"--beam_pipeline_options: runner={name} cannot be loaded here "
+                         f"({type(error).__name__}: {error})") from None
+    if not (isinstance(runner_class, type) and issubclass(runner_class, PipelineRunner)):
+        raise InputError(f"--beam_pipeline_options: runner={name}: {path} is not a Beam runner")
+    for base in runner_class.__mro__:
+        _refuse_unable(name, f"{base.__module__}.{base.__qualname__}")
+    return runner_class
+
+
+def _refuse_unable(name: str, path: str) -> None:
+    if path in UNABLE_RUNNERS:
+        raise InputError(f"--beam_pipeline_options: runner={name} cannot run this pipeline: "
+                         f"{UNABLE_RUNNERS[path]}; {_INSTEAD}")
+
+
+def pipeline_options(spec: str) -> BeamRun:
+    """The runner and options of `runner=DataflowRunner,project=p,temp_location=gs://b/tmp`
+    (comma-separated key=value, the convention of TensorFlow Datasets; an on/off option alone
+    or with =true/=false), checked against Beam's own options before anything is made: an
+    unknown key, a bad value or a runner that cannot run this pipeline is an `InputError`.
+
+    Without a runner: Beam's FnApiRunner, the local engine behind its DirectRunner, named
+    directly, because the DirectRunner first tries to download its "Prism" binary from the
+    internet; `direct_num_workers=N` with `direct_running_mode=multi_processing` runs it in N
+    local processes (or `multi_threading`, N threads).
+    """
+    items = []
     for item in [s.strip() for s in spec.split(",") if s.strip()]:
         key, equals, value = item.partition("=")
-        if not equals or not key:
+        key = key.strip().lstrip("-")
+        if not key:
             raise InputError(f"--beam_pipeline_options: {item!r} is not key=value")
-        if key == "runner":
-            runner = value
-        arguments.append(f"--{key}={value}")
-    if runner is None:
-        # Only the local engine needs it (Beam imports it lazily too).
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-        return FnApiRunner(), PipelineOptions(arguments)
-    return None, PipelineOptions(arguments)
+        items.append((item, key, value.strip() if equals else None))
+    runner_name = next((value for _, key, value in reversed(items) if key == "runner"), None)
+    runner_class = _runner_class(runner_name) if runner_name is not None else None
+    parser = _option_parser()  # after the runner's module: its options are known too
+    actions = parser._option_string_actions  # pylint: disable=protected-access
+    arguments = []
+    for item, key, value in items:
+        action = actions.get(f"--{key}")
+        if action is None:
+            close = difflib.get_close_matches(
+                f"--{key}", [o for o in actions if o.startswith("--")], n=1)
+            hint = f" (did you mean {close[0][2:]!r}?)" if close else ""
+            raise InputError(f"--beam_pipeline_options: {key!r} is not a Beam pipeline option"
+                             f"{hint}")
+        if action.nargs == 0:  # an on/off option
+            if value is not None and value.lower() not in _ON_OFF:
+                raise InputError(f"--beam_pipeline_options: {item!r}: {key} is on/off (give it "
+                                 f"alone, or ={'/'.join(_ON_OFF)})")
+            if value is None or _ON_OFF[value.lower()]:
+                arguments.append(f"--{key}")
+        elif value is None:
+            raise InputError(f"--beam_pipeline_options: {item!r} is not key=value")
+        else:
+            arguments.append(f"--{key}={value}")
+    parsed = parser.parse_args(arguments)
+    local = runner_class is None or runner_class.__name__ in StandardOptions.LOCAL_RUNNERS
+    given = {key for _, key, _ in items}
+    _check_workers(parsed, given, local, runner_name)
+    options = PipelineOptions(arguments)
+    if runner_class is None or f"{runner_class.__module__}.{runner_class.__name__}" == \
+            _FNAPI_RUNNER:
+        runner, description = _local_engine(options)
+        return BeamRun(runner, options, True, description)
+    return BeamRun(None, options, local, f"runner {runner_name}")
+
+
+def _check_workers(parsed, given, local: bool, runner_name: Optional[str]) -> None:
+    """Worker options the chosen runner would ignore, leaving fewer workers than asked for."""
+    if local:
+        for key in ("num_workers", "max_num_workers"):
+            if key in given:
+                raise InputError(
+                    f"--beam_pipeline_options: {key} is Dataflow's worker count and does nothing "
+                    "on Beam's local engine; give direct_num_workers=N,"
+                    "direct_running_mode=multi_processing for N processes")
+        if parsed.direct_num_workers < 0:
+            raise InputError("--beam_pipeline_options: direct_num_workers must be 0 (one per "
+                             "core) or more")
+        if parsed.direct_num_workers != 1 and parsed.direct_running_mode == "in_memory":
+            raise InputError(
+                f"--beam_pipeline_options: direct_num_workers={parsed.direct_num_workers} needs "
+                "direct_running_mode=multi_processing (processes) or multi_threading (threads): "
+                "in memory, Beam runs one worker")
+    else:
+        for key in ("direct_num_workers", "direct_running_mode"):
+            if key in given:
+                raise InputError(
+                    f"--beam_pipeline_options: {key} applies to Beam's local engine only, not "
+                    f"to runner={runner_name}; give that runner's own worker options")
+
+
+def _local_engine(options: PipelineOptions) -> Tuple[PipelineRunner, str]:
+    """Beam's FnApiRunner; in several processes, processes that run `_run_worker`."""
+    # Only the local engine needs it (Beam imports it lazily too).
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    direct = options.view_as(DirectOptions)
+    workers = direct.direct_num_workers or os.cpu_count() or 1
+    if direct.direct_running_mode == "multi_threading":
+        return FnApiRunner(), f"Beam's local engine, {workers} threads"
+    if direct.direct_running_mode != "multi_processing":
+        return FnApiRunner(), "Beam's local engine, in this process"
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment  # only here
+
+    # The FnApiRunner starts Beam's plain worker for multi_processing; with the mode left
+    # unset it keeps the environment given here, and still starts direct_num_workers of them.
+    direct.direct_running_mode = None
+    environment = SubprocessSDKEnvironment.from_command_string(_worker_command())
+    return (FnApiRunner(default_environment=environment),
+            f"Beam's local engine, {workers} processes")
+
+
+def _worker_command() -> str:
+    """`python -m albert.pretraining_data.beam_pipeline`, finding this same package."""
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    return (f"PYTHONPATH={shlex.quote(path)} {shlex.quote(sys.executable)} "
+            f"-m albert.pretraining_data.beam_pipeline")
+
+
+class _WithoutWorkerNotes(logging.Filter):
+    """A local worker's start-up warning that no main session was pickled (this pipeline
+    pickles none), and its log of an input problem the driver reports as one line."""
+
+    def filter(self, record):
+        return not (record.getMessage().startswith("No semi_persistent_directory found")
+                    or _reports_input_problem(record))
+
+
+class _WithoutForwardedWorkerLogs(logging.Filter):
+    """The copies of its workers' log lines the local engine's driver logs (as one long line
+    each, "Worker: severity: ..."): the workers already wrote them to the same stderr."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith("Worker: ")
+
+
+class _StderrWithoutInputProblems:
+    """sys.stderr, less the tracebacks of input problems Beam's SDK worker prints there
+    (besides logging them) when a step fails: the driver reports those as one line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._dropped = False
+
+    def write(self, text):
+        if _ERROR_MARK in text:
+            self._dropped = True  # and the newline print() writes after it
+            return len(text)
+        if self._dropped and text == "\n":
+            self._dropped = False
+            return len(text)
+        self._dropped = False
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _run_worker() -> None:
+    """Beam's SDK worker, for the local engine's processes, writing its warnings and errors
+    to stderr without its INFO notes (channels opened, harness starting...)."""
+    from apache_beam.runners.worker import sdk_worker_main  # only a worker process needs it
+
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.StreamHandler())
+    for handler in root.handlers:
+        handler.setLevel(logging.WARNING)
+        handler.addFilter(_WithoutWorkerNotes())
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    sys.stderr = _StderrWithoutInputProblems(sys.stderr)
+    sdk_worker_main.main(sys.argv)
+
+
+@contextlib.contextmanager
+def _quiet_beam(run: BeamRun):
+    """Beam's INFO lines (servers started, stages run, state caches) out of the output for
+    the run, unless the log is at DEBUG (absl's --verbosity=1); its warnings and errors stay."""
+    beam_logger = logging.getLogger("apache_beam")
+    forwarded = logging.getLogger("apache_beam.runners.portability.local_job_service")
+    saved = beam_logger.level
+    quiet = logging.getLogger().getEffectiveLevel() > logging.DEBUG
+    if quiet:
+        beam_logger.setLevel(logging.WARNING)
+    drop = _WithoutForwardedWorkerLogs()
+    if run.local:  # local workers write to the same stderr themselves
+        forwarded.addFilter(drop)
+    saved_stderr = sys.stderr
+    sys.stderr = _StderrWithoutInputProblems(saved_stderr)  # the SDK worker of 2+ threads
+    try:
+        yield
+    finally:
+        sys.stderr = saved_stderr
+        forwarded.removeFilter(drop)
+        if quiet:
+            beam_logger.setLevel(saved)
+
+
+def _check_file_systems(paths: Sequence[str]) -> None:
+    """A path no Beam file system here can read or write (gs:// without Beam's [gcp] extra)
+    as one ERROR line before any work, instead of a worker's traceback."""
+    for path in paths:
+        try:
+            FileSystems.get_filesystem(path)
+        except ValueError as error:
+            details = "".join(f" ({note})" for note in dict.fromkeys(_UNAVAILABLE_FILE_SYSTEMS))
+            raise InputError(f"{path}: {error}{details}") from None
+
+
+def _missing_directories(path: str) -> List[str]:
+    """The local directories above `path` that do not exist yet, deepest first."""
+    if "://" in path:
+        return []
+    missing, directory = [], os.path.dirname(os.path.abspath(path))
+    while directory and not os.path.exists(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return missing
+
+
+def _remove_if_empty(directories: Sequence[str]) -> None:
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:  # not empty (someone else's files), or already gone
+            return
 
 
 class _WithoutInputProblems(logging.Filter):
@@ -112,7 +432,16 @@ class _WithoutInputProblems(logging.Filter):
     reports as one line."""
 
     def filter(self, record):
-        return _ERROR_MARK not in record.getMessage()
+        return not _reports_input_problem(record)
+
+
+def _reports_input_problem(record: logging.LogRecord) -> bool:
+    """Whether a log record is about an input problem, in its message or its traceback."""
+    if _ERROR_MARK in record.getMessage():
+        return True
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    return _ERROR_MARK in (record.exc_text or "")
 
 
 @contextlib.contextmanager
@@ -539,27 +868,38 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
                                     options: str, summary_file: Optional[str] = None,
                                     sizes: Sizes = Sizes()) -> dict:
     """`creation.create_pretraining_data` on Apache Beam (see the module docstring): the same
-    output files, documents file and summary (but its timing), for any runner and workers."""
+    output files, documents file and summary (but its timing), on Beam's local engine or a
+    runner that runs the whole Beam model (docs/pretraining_data.md lists them).
+
+    `options` is checked first (`pipeline_options`): a mistake in it leaves nothing behind."""
+    run = pipeline_options(options)
     config.validate()
     input_files = io.expand_file_patterns(input_patterns)
     output_files = expand_output_files(output_spec)
     summary_file = summary_file or default_summary_path(output_spec)
     check_output_paths(output_files + [summary_file, documents_file_for(summary_file)])
+    _check_file_systems(input_files + output_files)
     for path in output_files + [summary_file, documents_file_for(summary_file)]:
         for stale in io.remove_stale_temporaries(path):
             logger.info("Removed %s, left by a run that was killed", stale)
     worker = WindowWorker(config)  # a bad tokenizer fails here, before any worker starts
-    runner, beam_options = pipeline_options(options)
     _quiet_input_problems()
     start = time.time()
     work_directory = io.temporary_name(io.absolute(output_files[0]))
+    created = _missing_directories(work_directory)
     moved: List[str] = []
+    logger.info("Making the records on Apache Beam: %s", run.description)
     try:
-        with _terminate_locally(runner) as termination:
+        with _terminate_locally(run.local) as termination, _quiet_beam(run):
             FileSystems.mkdirs(work_directory)
-            with beam.Pipeline(runner=runner, options=beam_options) as pipeline:
-                build_pipeline(pipeline, input_files, config, work_directory, len(output_files),
-                               sizes)
+            pipeline = beam.Pipeline(runner=run.runner, options=run.options)
+            try:
+                with pipeline:
+                    build_pipeline(pipeline, input_files, config, work_directory,
+                                   len(output_files), sizes)
+            finally:
+                # Beam removes its scratch directory only once the pipeline has started.
+                shutil.rmtree(getattr(pipeline, "local_tempdir", ""), ignore_errors=True)
             termination.check()
             corpus = _read_json(FileSystems.join(work_directory, "corpus.json"))
             counts = _read_json(FileSystems.join(work_directory, "counts.json"))
@@ -595,6 +935,9 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
     except Exception as error:
         for path in moved:  # a failure after the first rename: no output half in place
             io.remove_if_exists(path)
+        if FileSystems.exists(work_directory):
+            FileSystems.delete([work_directory])
+        _remove_if_empty(created)  # the directories this run made for its output, if empty
         problem = _input_problem(error)
         if problem is not None:
             raise InputError(problem) from None
@@ -605,12 +948,12 @@ def create_pretraining_data_on_beam(input_patterns: str, output_spec: str, confi
 
 
 @contextlib.contextmanager
-def _terminate_locally(runner):
+def _terminate_locally(local: bool):
     """SIGTERM to the driver as an exception (so the working directory is removed like after
     any failure) when the pipeline runs here, on Beam's local engine. A remote runner's job
     goes on without its driver: there the driver is left to die, and its working directory
     to the user (docs/pretraining_data.md)."""
-    if runner is None:
+    if not local:
         yield TerminationWatch()  # never set: check() passes
         return
     with terminate_as_exception() as termination:
@@ -624,3 +967,7 @@ def _read_documents(work_directory: str, output: int, partition: int) -> np.ndar
         return np.frombuffer(handle.read(), "<u4").astype(np.uint32)
     finally:
         handle.close()
+
+
+if __name__ == "__main__":
+    _run_worker()

@@ -6,6 +6,7 @@ partitions), so that numbering, joins and fragments all cross workers.
 """
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -92,8 +93,14 @@ def _assert_same_outputs(one_spec, beam_spec):
         {k: v for k, v in beam.items() if k not in TIMING}
 
 
+# What Beam and its worker processes used to write on every run: start-up notes, servers and
+# channels opened, each worker line twice (once forwarded to the driver as "Worker: ...").
+BEAM_NOISE = ("GCSFileSystem", "apitools", "bigquery_storage", "semi_persistent_directory",
+              "Worker: ", "INFO:", "channel", "harness")
+
+
 @pytest.mark.parametrize("shape", ["many_short", "few_long", "one_document"])
-def test_the_beam_bytes_are_the_one_machine_bytes(tmp_path, corpora, shape):
+def test_the_beam_bytes_are_the_one_machine_bytes(tmp_path, corpora, shape, capfd, caplog):
     paths, vocab = corpora
     config = _config(vocab)
     one = str(tmp_path / "one" / "train.tfrecord@3")
@@ -102,9 +109,18 @@ def test_the_beam_bytes_are_the_one_machine_bytes(tmp_path, corpora, shape):
     create_pretraining_data_on_beam(paths[shape], in_process, config, "")
     _assert_same_outputs(one, in_process)
     two_workers = str(tmp_path / "beam2" / "train.tfrecord@3")
+    capfd.readouterr()
+    caplog.clear()
+    caplog.set_level(logging.INFO)  # Beam's INFO lines would be recorded, were they logged
     create_pretraining_data_on_beam(paths[shape], two_workers, config, TWO_WORKERS,
                                     sizes=SMALL_CUTS)
     _assert_same_outputs(one, two_workers)
+    # Quiet: the workers (their stderr is this process's) and Beam's driver log no notes.
+    written = capfd.readouterr()
+    assert not [line for line in (written.out + written.err).splitlines()
+                if any(noise in line for noise in BEAM_NOISE)], written
+    assert [r.getMessage() for r in caplog.records if r.levelno < logging.WARNING] == [
+        "Making the records on Apache Beam: Beam's local engine, 2 processes"]
     # Nothing but the outputs: the working directory is gone.
     assert sorted(os.listdir(tmp_path / "beam2")) == sorted(
         ["train.tfrecord.summary.json", "train.tfrecord.documents.npz"]
