@@ -29,20 +29,25 @@ import time
 from typing import Optional
 
 import numpy as np
+import tensorflow as tf
+
+from albert.config import AlbertConfig
+from albert.modeling.encoder import DROPOUT_SEEDS
+from albert.pretraining_data.schema import DataContract
+from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
+from albert.tasks.pretraining import PretrainingTask
+from albert.training import distribute
+from albert.training.loop import TrainerConfig
 
 
 def configure_threads(threads: int) -> None:
     """Limits TensorFlow's thread pools to `threads` (before TensorFlow runs any op)."""
-    import tensorflow as tf
-
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
 def synthetic_batch(config, batch_size: int, seq_length: int, predictions: int, seed: int) -> dict:
     """A pretraining batch of random tokens with the features the record parser produces."""
-    from albert.modeling.encoder import DROPOUT_SEEDS
-
     rng = np.random.default_rng(seed)
     # Ids 0-4 are the special tokens of ALBERT's vocabulary; ordinary tokens come after.
     ids = rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32")
@@ -78,8 +83,6 @@ def peak_resident_bytes() -> int:
 def strategy_name(strategy) -> str:
     """The strategy's public name (MultiWorkerMirroredStrategy's class is called
     CollectiveAllReduceStrategy)."""
-    import tensorflow as tf
-
     public = {tf.distribute.MultiWorkerMirroredStrategy: "MultiWorkerMirroredStrategy",
               tf.distribute.MirroredStrategy: "MirroredStrategy",
               tf.distribute.OneDeviceStrategy: "OneDeviceStrategy",
@@ -106,13 +109,6 @@ def measure(config, train_batch_size: int, seq_length: int, predictions: int,
 
     `train_batch_size` is the global batch: under several workers each gets its share.
     """
-    import tensorflow as tf
-
-    from albert.pretraining_data.schema import DataContract
-    from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
-    from albert.tasks.pretraining import PretrainingTask
-    from albert.training import distribute
-    from albert.training.loop import TrainerConfig
 
     strategy = distribute.create_strategy("auto")
     worker = distribute.worker_info(strategy)
@@ -191,8 +187,6 @@ def main(argv=None) -> int:
     parser.add_argument("--result", required=True, help="JSON file to write")
     args = parser.parse_args(argv)
     configure_threads(args.threads)
-
-    from albert.config import AlbertConfig
 
     config = AlbertConfig.from_json_file(args.config)
     worker = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0)
