@@ -5,13 +5,18 @@
         --output_dir=...                                # the ablation experiments
     python -m albert.paper evaluate|criteria|by-source ...   # held-out margins with
                                                         # document-level intervals
+    python -m albert.paper transitions ...              # Figure 1 on any checkpoint
+    python -m albert.paper speed ...                    # Table 2's speed column, here
 
 Modules: `params` (parameter counts), `tables` (the cells and printed
 numbers), `scales` (how big the runs are), `reproduce` (runs the cells
 through the project's scripts), `report` (table<N>.md / .json / .png),
-`criteria` (the pre-registered Table 5 criteria), `sharing_criteria` (the
-pre-registered Table 4 criteria), `by_source` (margins per held-out source,
-post hoc).
+`criteria` (the pre-registered Table 5 criteria), `difference_criteria`
+(pooled differences of cells with document-and-seed intervals, shared by
+`sharing_criteria`: Table 4, `embedding_criteria`: Table 3 and
+`dropout_criteria`: Table 8), `figure1_criteria` and `transitions`
+(Figure 1), `speed` and `speed_worker` (Table 2's training speed),
+`by_source` (margins per held-out source, post hoc).
 """
 
 from albert.paper.params import (SHAPES, VOCAB_SIZE, Row, albert_config, bert_config,
