@@ -47,7 +47,10 @@ def configure_threads(threads: int) -> None:
 
 
 def synthetic_batch(config, batch_size: int, seq_length: int, predictions: int, seed: int) -> dict:
-    """A pretraining batch of random tokens with the features the record parser produces."""
+    """A pretraining batch of random tokens with the features the record parser produces.
+
+    benchmarks/accelerator_step.py keeps a copy of this (`make_batch`): it runs on accelerator
+    machines without TensorFlow, where this module, which imports it, cannot be loaded."""
     rng = np.random.default_rng(seed)
     # Ids 0-4 are the special tokens of ALBERT's vocabulary; ordinary tokens come after.
     ids = rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32")
