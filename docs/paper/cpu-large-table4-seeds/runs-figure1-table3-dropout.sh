@@ -49,6 +49,8 @@ figure1() {  # $1: a committed run; its pretraining is trained again (same comma
     line=${line/--output_dir=\/work\/main\/docs\/paper\/cpu-large-table4-seeds\/runs\/$run\/pretraining/--output_dir=$target}
     echo "$ $line"; eval "$line"
   fi
+  mkdir -p $MAIN/docs/paper/cpu-large-figure1-retrained/$run
+  cp $target/eval_results.json $MAIN/docs/paper/cpu-large-figure1-retrained/$run/
   local strategy=not-shared seed=1
   case $run in *all-shared*) strategy=all-shared;; esac
   case $run in *-seed[0-9]) seed=${run##*-seed};; esac
