@@ -28,7 +28,11 @@ Beam, locally or on a cluster (docs/pretraining_data.md, "Beyond one machine").
 
 import os
 
-# This script needs no Keras or TensorFlow: keep `import albert` light.
+# This script needs no Keras or TensorFlow: keep `import albert` light. The variable is
+# removed again once the imports are done (below), so that a program importing this script
+# does not pass it on to processes it starts later; the data pipeline sets it for its own
+# workers.
+_LIGHTWEIGHT_SET_HERE = "ALBERT_LIGHTWEIGHT_IMPORT" not in os.environ
 os.environ.setdefault("ALBERT_LIGHTWEIGHT_IMPORT", "1")
 
 from absl import flags, logging  # noqa: E402
@@ -39,6 +43,9 @@ from albert.pretraining_data.masking import MaskingConfig  # noqa: E402
 from albert.pretraining_data.creation import DataConfig, create_pretraining_data  # noqa: E402
 from albert.errors import InputError  # noqa: E402
 from albert.tokenization import DIGIT_COMMA_RULES  # noqa: E402
+
+if _LIGHTWEIGHT_SET_HERE:
+    del os.environ["ALBERT_LIGHTWEIGHT_IMPORT"]
 
 # --- the original's flags ---
 flags.DEFINE_string("input_file", None,

@@ -1,5 +1,7 @@
 """tests/scripts.py's in-process runs begin as a new process would: checks of that helper."""
 
+import os
+
 from absl import flags
 from absl import logging as absl_logging
 
@@ -7,7 +9,8 @@ from scripts import run_script
 
 
 def test_a_scripts_info_lines_survive_a_verbosity_set_earlier_in_the_test_process(
-        tmp_path, synthetic_corpus):
+        tmp_path, synthetic_corpus, monkeypatch):
+    monkeypatch.delenv("ALBERT_LIGHTWEIGHT_IMPORT", raising=False)
     corpus, model = synthetic_corpus
     documents = open(corpus, encoding="utf-8").read().split("\n\n")
     text = tmp_path / "two-documents.txt"
@@ -27,6 +30,8 @@ def test_a_scripts_info_lines_survive_a_verbosity_set_earlier_in_the_test_proces
         flags.FLAGS["verbosity"].unparse()
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Sentence-order label 1 fraction" in result.stderr
+    # The script's light import is its own: processes the caller starts later import in full.
+    assert "ALBERT_LIGHTWEIGHT_IMPORT" not in os.environ
 
 
 def test_help_requests_are_told_from_other_arguments():

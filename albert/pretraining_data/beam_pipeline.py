@@ -308,10 +308,12 @@ def _local_engine(options: PipelineOptions) -> Tuple[PipelineRunner, str]:
 
 
 def _worker_command() -> str:
-    """`python -m albert.pretraining_data.beam_pipeline`, finding this same package."""
+    """`python -m albert.pretraining_data.beam_pipeline`, finding this same package, with
+    the light `import albert` (a worker runs only the pure-Python data code)."""
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-    return (f"PYTHONPATH={shlex.quote(path)} {shlex.quote(sys.executable)} "
+    return (f"PYTHONPATH={shlex.quote(path)} ALBERT_LIGHTWEIGHT_IMPORT=1 "
+            f"{shlex.quote(sys.executable)} "
             f"-m albert.pretraining_data.beam_pipeline")
 
 
