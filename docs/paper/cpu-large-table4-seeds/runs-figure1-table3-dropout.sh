@@ -58,15 +58,34 @@ figure1() {  # $1: a committed run; its pretraining is trained again (same comma
       --checkpoint=$target/model.ckpt-6000 --input_file=/work/paper48/large/heldout.txt \
       --spm_model_file=$OUT/vocab/spm8000.model --label="$strategy, seed $seed" --output=$result
 }
-echo "runs start $(date -u +%FT%TZ)"
-figure1 base-L12-H768-E768-not-shared-SOP-dropout0.1
-figure1 base-L12-H768-E768-all-shared-SOP-dropout0.1
-repro --table=3 --seeds=1 --cells='sharing=not-shared, E=64;sharing=all-shared, E=64;sharing=not-shared, E=256;sharing=all-shared, E=256'
-repro --table=4 --seeds=1 --dropout=0 --cells='E=768, strategy=all-shared'
-repro --table=3 --seeds=2 --cells='sharing=not-shared, E=64;sharing=all-shared, E=64;sharing=not-shared, E=128;sharing=all-shared, E=128;sharing=not-shared, E=256;sharing=all-shared, E=256'
-repro --table=4 --seeds=3 --dropout=0 --cells='E=768, strategy=all-shared'
-for seed in 2 3; do
-  figure1 base-L12-H768-E768-not-shared-SOP-dropout0.1-seed$seed
-  figure1 base-L12-H768-E768-all-shared-SOP-dropout0.1-seed$seed
-done
-echo "runs end $(date -u +%FT%TZ)"
+# With no argument every run in the pre-registered order, one at a time. From 2026-11-28 15:20
+# they were run as two lanes side by side (`... A` and `... B` at once): on 2 cores two trainings
+# together made about 1.2 times the steps per minute of one (305 against 250 measured), and each
+# run's result does not depend on what runs beside it. Each lane keeps the order among its runs.
+lane=${1:-all}
+case $lane in all|A|B) ;; *) echo "ERROR: the argument is A, B or nothing (every run), not $lane" >&2; exit 1;; esac
+in_lane() { [ "$lane" = all ] || [ "$lane" = "$1" ]; }
+cells() {  # the cells of this lane among $1 (A: not-shared, B: all-shared; every one with no lane)
+  local kept=() cell
+  IFS=';' read -ra all_cells <<< "$1"
+  for cell in "${all_cells[@]}"; do
+    case $lane/$cell in all/*|A/*not-shared*|B/*all-shared*) kept+=("$cell");; esac
+  done
+  (IFS=';'; echo "${kept[*]}")
+}
+echo "runs start (lane $lane) $(date -u +%FT%TZ)"
+if in_lane B; then  # seed 1's pair was trained before the lanes
+  figure1 base-L12-H768-E768-not-shared-SOP-dropout0.1
+  figure1 base-L12-H768-E768-all-shared-SOP-dropout0.1
+fi
+repro --table=3 --seeds=1 --cells="$(cells 'sharing=not-shared, E=64;sharing=all-shared, E=64;sharing=not-shared, E=256;sharing=all-shared, E=256')"
+in_lane A && repro --table=4 --seeds=1 --dropout=0 --cells='E=768, strategy=all-shared'
+repro --table=3 --seeds=2 --cells="$(cells 'sharing=not-shared, E=64;sharing=all-shared, E=64;sharing=not-shared, E=128;sharing=all-shared, E=128;sharing=not-shared, E=256;sharing=all-shared, E=256')"
+in_lane A && repro --table=4 --seeds=3 --dropout=0 --cells='E=768, strategy=all-shared'
+if in_lane B; then
+  for seed in 2 3; do
+    figure1 base-L12-H768-E768-not-shared-SOP-dropout0.1-seed$seed
+    figure1 base-L12-H768-E768-all-shared-SOP-dropout0.1-seed$seed
+  done
+fi
+echo "runs end (lane $lane) $(date -u +%FT%TZ)"
