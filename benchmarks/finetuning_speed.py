@@ -188,12 +188,12 @@ def train_ours(args, features, bucketed):
                                                      variable_names=names,
                                                      gradients_summed_by_caller=True),
                       variable_names_for)
-    model, optimizer = trainer._build()
+    model, optimizer = trainer.build()
     from albert.training.inputs import distributed_training_dataset
 
     dataset = distributed_training_dataset(trainer.strategy, task.train_input(), args.batch_size,
                                            0, 0, bucket_window=10 if bucketed else 0)
-    train_steps = trainer._train_function(model, optimizer, iter(dataset))
+    train_steps = trainer.training_steps(model, optimizer, iter(dataset))
     train_steps(tf.constant(2))
     start = time.perf_counter()
     float(train_steps(tf.constant(args.train_steps))["loss"][-1])

@@ -78,13 +78,13 @@ def run_ours(args, config, weights, batch):
                       lambda names: create_optimizer("lamb", 1e-4, 10 ** 6, 0, variable_names=names,
                                        gradients_summed_by_caller=True),
                       variable_names_for)
-    model, optimizer = trainer._build()
+    model, optimizer = trainer.build()
     assign_model_weights(model, weights)
     # The same batch every step, through the loop's distributed input path.
     features = dict(batch, dropout_seeds=np.arange(args.batch_size, dtype="int32"))
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(features).repeat())
-    train_steps = trainer._train_function(model, optimizer, iter(dataset))
+    train_steps = trainer.training_steps(model, optimizer, iter(dataset))
     train_steps(tf.constant(2))  # trace, compile, warm up
     timings = []
     for _ in range(args.repeats):

@@ -125,7 +125,7 @@ def measure(config, train_batch_size: int, seq_length: int, predictions: int,
                           train_batch_size=train_batch_size, show_progress=False),
             OptimizerSettings("lamb", 0.00176, 125000, 3125)), seq_length, predictions)
         built = time.perf_counter()
-        model, optimizer = trainer._build()
+        model, optimizer = trainer.build()
         described = describe_model(model)
         log(f"built in {time.perf_counter() - built:.1f} s: "
             f"{described['trainable_parameters']:,} trainable parameters, peak memory "
@@ -137,7 +137,7 @@ def measure(config, train_batch_size: int, seq_length: int, predictions: int,
             return tf.data.Dataset.from_tensors(batch).repeat()
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-        train_steps = trainer._train_function(model, optimizer, iterator)
+        train_steps = trainer.training_steps(model, optimizer, iterator)
         steps_per_loop = trainer.config.steps_per_loop
 
         def run(count: int, what: str) -> list:

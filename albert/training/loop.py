@@ -239,7 +239,9 @@ class Trainer:
                                            or Diagnostics([]))
         return self._diagnostics[training]
 
-    def _build(self):
+    def build(self):
+        """The model and its optimizer, built under the strategy (the loop's own start; the
+        speed benchmarks time steps on them without a run directory)."""
         if self.config.mixed_precision != "none":
             keras.mixed_precision.set_global_policy(self.config.mixed_precision)
         with self.strategy.scope():
@@ -311,7 +313,9 @@ class Trainer:
         if warning and self.worker.is_chief:
             logger.warning(warning)
 
-    def _train_function(self, model, optimizer, iterator):
+    def training_steps(self, model, optimizer, iterator):
+        """A function of N that runs N training steps on `iterator`'s batches and returns
+        each loss per step, by name (the function the loop calls)."""
         return train_steps_function(self.task, self.strategy, model, optimizer, iterator,
                                     self.config.jit_compile, self.task.loss_names,
                                     accumulation_steps=self.config.gradient_accumulation_steps)
@@ -320,7 +324,7 @@ class Trainer:
     def train(self, do_eval: bool = False) -> Optional[dict]:
         """Trains to `num_train_steps` (resuming if a checkpoint exists); returns the last eval."""
         config = self.config
-        model, optimizer = self._build()
+        model, optimizer = self.build()
         step = self._start(model, optimizer, ("train", "eval") if do_eval else ("train",),
                            training=True)
         self._step = step or 0
@@ -351,7 +355,7 @@ class Trainer:
             config.shuffle_buffer_size, bucket_window=config.bucket_window,
             input_shards=config.input_shards, workers=self.worker.count)
         iterator = iter(dataset)
-        train_steps = self._train_function(model, optimizer, iterator)
+        train_steps = self.training_steps(model, optimizer, iterator)
         diagnostics = None
         if self.worker.is_chief:
             with _run_errors(step, task_input):  # the checks may read the records first
@@ -519,7 +523,7 @@ class Trainer:
 
     def evaluate_checkpoints(self) -> Optional[dict]:
         """Evaluates every checkpoint in output_dir that has not been evaluated yet, once."""
-        model, optimizer = self._build()
+        model, optimizer = self.build()
         if not self.checkpoints.steps():
             raise InputError(f"No checkpoint to evaluate in {self.config.output_dir}")
         self._start(model, optimizer, ("eval",), training=False)
