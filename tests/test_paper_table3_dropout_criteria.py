@@ -268,8 +268,12 @@ def test_dropout_criteria_command_writes_its_files_and_refuses_a_run_without_an_
     partial = json.loads((judged / "criteria.json").read_text())
     assert not partial["complete"] and partial["seeds"] == 3
     assert (judged / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    _write_dropout(runs, {WITH: WITH_DROPOUT, WITHOUT: NO_DROPOUT})
+    # Seed 1 without dropout was stopped and resumed at step 2,400: an evaluation there too,
+    # off the schedule the other runs share, and left out of (b).
+    resumed = {**_curve(NO_DROPOUT[1]), 2400: 0.0}
+    _write_dropout(runs, {WITH: WITH_DROPOUT, WITHOUT: NO_DROPOUT}, curves={WITHOUT: {1: resumed}})
     assert main(arguments) == 0
+    assert 2400 not in json.loads((judged / "criteria.json").read_text())["criteria"]["b"]["steps"]
     markdown = (judged / "criteria.md").read_text()
     assert "| (a) | removing dropout raises held-out MLM accuracy at the end | passes |" in markdown
     assert "| 4,000 | 18.00 | 19.50 | +1.50 |" in markdown

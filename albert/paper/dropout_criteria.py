@@ -8,7 +8,8 @@ model trained with dropout 0.1 (Table 4's own runs) and without dropout (`reprod
 (a) removing dropout raises held-out MLM accuracy at the end: no-dropout − dropout at
 --final_step, from the runs' per-document counts (albert.paper.difference_criteria, as Table
 4), one-sided lower bound above 0; (b) and through training: at every held-out evaluation from
-2,000 steps to the final one (each run's `pretraining/eval_results.json`), the mean over seeds
+2,000 steps to the final one, every 1,000 steps (each run's `pretraining/eval_results.json`;
+an extra evaluation where a run was stopped and resumed is left out), the mean over seeds
 of no-dropout − dropout is above 0 (these evaluations have no per-document counts, so no
 interval); (c) every seed agrees: (a)'s difference is above 0 in each seed.
 """
@@ -30,6 +31,8 @@ from albert.training.run_directory import EVAL_JSON
 SEEDS = 3
 FINAL_STEP = 6000
 FIRST_STEP = 2000     # (b): the evaluations from this step on
+# The runs' --save_checkpoints_steps: each evaluates its checkpoint every this many steps.
+EVALUATION_INTERVAL = 1000
 WITH_DROPOUT, WITHOUT_DROPOUT = 0.1, 0.0
 MODEL = "E=768, strategy=all-shared"   # Table 4's cell
 
@@ -58,8 +61,11 @@ class Runs(shared.Runs):
                                            range(1, seeds + 1))
                           for dropout in (WITH_DROPOUT, WITHOUT_DROPOUT)}, "dropout")
         self.curves = {key: self._curve(*key) for key in self.found}
+        # (b)'s evaluations are the scheduled ones; a run stopped and resumed also has one
+        # at the step it stopped at, which the other runs lack and which is left out.
         steps = sorted({step for curve in self.curves.values() for step in curve
-                        if FIRST_STEP <= step <= final_step})
+                        if FIRST_STEP <= step <= final_step
+                        and step % EVALUATION_INTERVAL == 0})
         for (cell_label, seed), curve in self.curves.items():
             absent = [step for step in steps if step not in curve]
             if absent:
