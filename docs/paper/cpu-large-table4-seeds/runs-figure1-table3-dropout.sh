@@ -54,9 +54,10 @@ figure1() {  # $1: a committed run; its pretraining is trained again (same comma
   local strategy=not-shared seed=1
   case $run in *all-shared*) strategy=all-shared;; esac
   case $run in *-seed[0-9]) seed=${run##*-seed};; esac
-  [ -e "$result" ] || python -m albert.paper transitions --albert_config_file=$RUNS/$run/albert_config.json \
+  # Measured with this repository's code: the training worktree's commit predates `transitions`.
+  [ -e "$result" ] || (cd $MAIN && python -m albert.paper transitions --albert_config_file=$RUNS/$run/albert_config.json \
       --checkpoint=$target/model.ckpt-6000 --input_file=/work/paper48/large/heldout.txt \
-      --spm_model_file=$OUT/vocab/spm8000.model --label="$strategy, seed $seed" --output=$result
+      --spm_model_file=$OUT/vocab/spm8000.model --label="$strategy, seed $seed" --output=$result)
 }
 # With no argument every run in the pre-registered order, one at a time. From 2026-11-28 15:20
 # they were run as two lanes side by side (`... A` and `... B` at once): on 2 cores two trainings
