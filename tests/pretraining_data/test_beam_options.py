@@ -59,6 +59,13 @@ def corpus(tmp_path):
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def private_temp_dir(tmp_path_factory, monkeypatch):
+    """Beam makes its scratch directory under Python's temp directory. Each test gets its
+    own, so that a pipeline running in another test worker cannot look like a leftover."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("temp")))
+
+
 def _beam_scratch():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), "beam-pipeline-temp*")))
 
