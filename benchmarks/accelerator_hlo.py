@@ -135,7 +135,7 @@ def export_model(name, args):
 
     sys.path.insert(0, REPO)
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-    from accelerator_step import make_batch, model_config
+    from accelerator_step import model_config
 
     from albert.paper.flops import forward_flops
     from albert.pretraining_data.schema import DataContract
@@ -143,6 +143,7 @@ def export_model(name, args):
     from albert.training.loop import variable_names_for
     from albert.training.optimization import AlbertLossScaleOptimizer, create_optimizer
     from albert.training.replica_step import ReplicaStep
+    from albert.training.synthetic_batch import synthetic_batch
 
     model_name, _, precision = name.partition(":")
     precision = precision or args.precision
@@ -165,7 +166,7 @@ def export_model(name, args):
     # One replica, no strategy: the whole step is one XLA computation (compiles_whole_step).
     step = ReplicaStep(task, tf.distribute.get_strategy(), model, optimizer,
                        jit_compile=True, whole_step=True)
-    batch = make_batch(config, args.batch_size, args.seq_length, args.predictions)
+    batch = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
     features = {key: tf.constant(value) for key, value in batch.items()}
     function = step.step.get_concrete_function(features)
 

@@ -38,7 +38,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,21 +71,6 @@ def model_config(name):
     if name == "small":
         base = AlbertConfig(**{**base.to_dict(), **SMALL})
     return base
-
-
-def make_batch(config, batch_size, seq_length, predictions, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32")
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length - 1), predictions,
-                                             replace=False) for _ in range(batch_size)]), axis=1)
-    type_ids = np.zeros_like(ids)
-    type_ids[:, seq_length // 2:] = 1
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": type_ids,
-            "masked_lm_positions": positions.astype("int32"),
-            "masked_lm_ids": np.take_along_axis(ids, positions, axis=1).astype("int32"),
-            "masked_lm_weights": np.ones(positions.shape, "float32"),
-            "next_sentence_labels": rng.integers(0, 2, (batch_size, 1)).astype("int32"),
-            "dropout_seeds": np.arange(batch_size, dtype="int32")}
 
 
 def device_name(tf):
@@ -129,6 +113,7 @@ def measure(args):
     from albert.training.loop import variable_names_for
     from albert.training.optimization import AlbertLossScaleOptimizer, create_optimizer
     from albert.training.replica_step import train_steps_function
+    from albert.training.synthetic_batch import synthetic_batch
 
     strategy = distribute.create_strategy("auto")
     steps_per_loop, jit_compile = distribute.loop_settings(
@@ -152,7 +137,7 @@ def measure(args):
         if precision == "mixed_float16":
             optimizer = AlbertLossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)
-    features = make_batch(config, args.batch_size, args.seq_length, args.predictions)
+    features = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(features).repeat())
     train_steps = train_steps_function(

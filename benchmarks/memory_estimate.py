@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from accelerator_step import make_batch, run_variant  # noqa: E402
+from accelerator_step import run_variant  # noqa: E402
 
 SHAPES = {  # name: (config file, sequence length, predictions, two batch sizes)
     "tiny-128": ("tiny.json", 128, 20, (32, 128)),
@@ -44,6 +44,7 @@ def measure(args):
     from albert.training.loop import variable_names_for
     from albert.training.optimization import create_optimizer
     from albert.training.replica_step import train_steps_function
+    from albert.training.synthetic_batch import synthetic_batch
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig.from_json_file(os.path.join(REPO, "configs", args.config))
@@ -58,7 +59,7 @@ def measure(args):
         optimizer = create_optimizer("lamb", 1e-4, 100, 0, variable_names=variable_names_for(model),
                                      gradients_summed_by_caller=True)
         optimizer.build(model.trainable_variables)
-    features = make_batch(config, args.batch_size, args.seq_length, args.predictions)
+    features = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(features).repeat())
     train_steps = train_steps_function(task, strategy, model, optimizer, iter(dataset), False,

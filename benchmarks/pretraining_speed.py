@@ -34,28 +34,10 @@ import tempfile
 import threading
 import time
 
-import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-
-
-def make_batch(config, batch_size, seq_length, predictions, seed=0):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32")
-    mask = np.ones_like(ids)
-    type_ids = np.zeros_like(ids)
-    type_ids[:, seq_length // 2:] = 1
-    positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length - 1), predictions, replace=False))
-                          for _ in range(batch_size)]).astype("int32")
-    labels = np.take_along_axis(ids, positions, axis=1)
-    ids_masked = ids.copy()
-    np.put_along_axis(ids_masked, positions, 4, axis=1)
-    return {"input_word_ids": ids_masked, "input_mask": mask, "input_type_ids": type_ids,
-            "masked_lm_positions": positions, "masked_lm_ids": labels,
-            "masked_lm_weights": np.ones(positions.shape, "float32"),
-            "next_sentence_labels": rng.integers(0, 2, (batch_size, 1)).astype("int32")}
 
 
 def run_ours(args, config, weights, batch):
@@ -81,9 +63,8 @@ def run_ours(args, config, weights, batch):
     model, optimizer = trainer.build()
     assign_model_weights(model, weights)
     # The same batch every step, through the loop's distributed input path.
-    features = dict(batch, dropout_seeds=np.arange(args.batch_size, dtype="int32"))
     dataset = strategy.distribute_datasets_from_function(
-        lambda context: tf.data.Dataset.from_tensors(features).repeat())
+        lambda context: tf.data.Dataset.from_tensors(batch).repeat())
     train_steps = trainer.training_steps(model, optimizer, iter(dataset))
     train_steps(tf.constant(2))  # trace, compile, warm up
     timings = []
@@ -196,11 +177,12 @@ def measure(args):
     from albert.checkpoints import model_weights
     from albert.config import AlbertConfig
     from albert.modeling import AlbertPretrainer
+    from albert.training.synthetic_batch import synthetic_batch
 
     keras.utils.set_random_seed(0)
     config = AlbertConfig.from_json_file(args.config)
     weights = model_weights(AlbertPretrainer(config))
-    batch = make_batch(config, args.batch_size, args.seq_length, args.predictions)
+    batch = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
     runner = {"ours": run_ours, "model_garden": run_model_garden, "hf": run_hf}[args.impl]
     timings = runner(args, config, weights, batch)
     print(json.dumps({"seconds_per_step": statistics.median(timings)}))

@@ -24,7 +24,7 @@ from albert import io
 from albert.errors import InputError
 from albert.evaluation.document_bootstrap import RESAMPLES
 from albert.paper import difference_criteria as shared
-from albert.paper.difference_criteria import Difference, outcome, run_label
+from albert.paper.difference_criteria import Difference, run_label
 from albert.paper.tables import TABLES
 from albert.training.run_directory import EVAL_JSON
 

@@ -24,7 +24,7 @@ import numpy as np
 from albert.errors import InputError
 from albert.evaluation.document_bootstrap import RESAMPLES
 from albert.paper import difference_criteria as shared
-from albert.paper.difference_criteria import Difference, outcome
+from albert.paper.difference_criteria import Difference
 from albert.paper.sharing_criteria import SEEDS as TABLE4_SEEDS
 from albert.paper.tables import TABLES
 

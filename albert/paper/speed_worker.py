@@ -32,38 +32,18 @@ import numpy as np
 import tensorflow as tf
 
 from albert.config import AlbertConfig
-from albert.modeling.encoder import DROPOUT_SEEDS
 from albert.pretraining_data.schema import DataContract
 from albert.run_builder import OptimizerSettings, RunSettings, build_trainer
 from albert.tasks.pretraining import PretrainingTask
 from albert.training import distribute
 from albert.training.loop import TrainerConfig
+from albert.training.synthetic_batch import synthetic_batch
 
 
 def configure_threads(threads: int) -> None:
     """Limits TensorFlow's thread pools to `threads` (before TensorFlow runs any op)."""
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
-
-
-def synthetic_batch(config, batch_size: int, seq_length: int, predictions: int, seed: int) -> dict:
-    """A pretraining batch of random tokens with the features the record parser produces.
-
-    benchmarks/accelerator_step.py keeps a copy of this (`make_batch`): it runs on accelerator
-    machines without TensorFlow, where this module, which imports it, cannot be loaded."""
-    rng = np.random.default_rng(seed)
-    # Ids 0-4 are the special tokens of ALBERT's vocabulary; ordinary tokens come after.
-    ids = rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32")
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length - 1), predictions,
-                                             replace=False) for _ in range(batch_size)]), axis=1)
-    type_ids = np.zeros_like(ids)
-    type_ids[:, seq_length // 2:] = 1
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": type_ids,
-            "masked_lm_positions": positions.astype("int32"),
-            "masked_lm_ids": np.take_along_axis(ids, positions, axis=1).astype("int32"),
-            "masked_lm_weights": np.ones(positions.shape, "float32"),
-            "next_sentence_labels": rng.integers(0, 2, (batch_size, 1)).astype("int32"),
-            DROPOUT_SEEDS: rng.integers(0, 2 ** 31 - 1, batch_size).astype("int32")}
 
 
 def kernel_figure_bytes(path: str, field: str) -> Optional[int]:
