@@ -1,7 +1,9 @@
 """`python -m albert.paper reproduce`: the tables' cells, scales, and a small run that is killed and resumed."""
 
+import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -429,3 +431,32 @@ def test_dropout_trains_the_cells_again_without_it_into_runs_of_their_own(
     error = capsys.readouterr().err
     assert error.startswith("ERROR:") and "--dropout must be in [0, 1)" in error
     assert error.count("\n") == 1
+
+
+def test_layers_trains_the_cells_at_another_depth_with_portable_commands(
+        tmp_path, synthetic_corpus, capsys, monkeypatch):
+    corpus, _ = synthetic_corpus
+    output = tmp_path / "paper"
+    base = ["reproduce", "--table=4", "--scale=cpu", f"--corpus={corpus}", f"--heldout={corpus}",
+            f"--output_dir={output}", "--glue_dir=none",
+            "--cells=E=768, strategy=all-shared;E=768, strategy=not-shared"]
+    # Commands only: the cpu scale would train; as the paper scale, it writes configs and commands.
+    monkeypatch.setitem(SCALES, "cpu", dataclasses.replace(SCALES["cpu"], runs_by_default=False))
+    assert main([*base, "--layers=36"]) == 0
+    capsys.readouterr()
+    names = sorted(path.name for path in (output / "runs").iterdir())
+    assert names == ["base-L36-H768-E768-all-shared-SOP-dropout0.1",
+                     "base-L36-H768-E768-not-shared-SOP-dropout0.1"]
+    for name, groups in zip(names, (1, 12)):
+        config = json.loads(_text(output / "runs" / name / "albert_config.json"))
+        assert (config["num_hidden_layers"], config["num_hidden_groups"],
+                config["hidden_size"]) == (12, groups, 128)  # ceil(36 / 3) layers at H/6
+    commands = _text(output / "table4-layers36-commands.sh")
+    assert "runs/base-L36-H768-E768-all-shared-SOP-dropout0.1/pretraining" in commands
+    # Repeatable elsewhere: no interpreter or directory of this machine, paths from the repo root.
+    steps = commands.split("set -e\n", 1)[1]
+    assert sys.executable not in steps and not re.search(r"(^|[ =])/", steps, re.M), steps
+    assert "\npython run_pretraining.py --albert_config_file=" in commands
+    assert main([*base, "--layers=0"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("ERROR:") and "--layers must be at least 1" in error

@@ -85,7 +85,13 @@ def _reproduce(args) -> int:
         # Table 8's comparison on any table's cells: the same runs with another dropout
         # (their run names say the dropout, so they never collide with the table's own).
         cells = [dataclasses.replace(cell, dropout=args.dropout) for cell in cells]
-    stem = f"table{table.number}" + ("" if args.dropout is None else f"-dropout{args.dropout:g}")
+    if args.layers is not None:
+        if args.layers < 1:
+            raise InputError(f"--layers must be at least 1, got {args.layers}")
+        # Table 11's comparison (depth) on any table's cells: the run names say the depth.
+        cells = [dataclasses.replace(cell, num_hidden_layers=args.layers) for cell in cells]
+    stem = (f"table{table.number}" + ("" if args.dropout is None else f"-dropout{args.dropout:g}")
+            + ("" if args.layers is None else f"-layers{args.layers}"))
     execute = args.run or scale.runs_by_default
     reproduction = Reproduction(args.output_dir, scale, os.path.abspath(args.corpus),
                                 os.path.abspath(args.heldout),
@@ -342,6 +348,11 @@ def main(argv=None) -> int:
                            help="train the cells with this dropout instead of their own (the "
                                 "paper's ablations: 0.1; Table 8 compares 0); the table is "
                                 "written as table<N>-dropout<value>.*")
+    reproduce.add_argument("--layers", type=int, default=None,
+                           help="train the cells with this many layers at paper size instead of "
+                                "their own (the scale divides it as any depth: the cpu scale's "
+                                "ceil(layers / 3), so 3, 6, 12, 24, 36 give 1, 2, 4, 8, 12 "
+                                "layers); the table is written as table<N>-layers<value>.*")
     evaluate = commands.add_parser(
         "evaluate", help="masked-LM and sentence accuracy of checkpoints on held-out records, "
                          "the margin over each set's majority share with a document-level "

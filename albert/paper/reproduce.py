@@ -141,7 +141,7 @@ class Reproduction:
 
     # ------------------------------------------------------------- commands
     def _run(self, command: List[str], log_file: Optional[str] = None) -> None:
-        printable = " ".join(shlex.quote(part) for part in command)
+        printable = " ".join(shlex.quote(part) for part in _portable(command, self.python))
         self.commands.append(printable)
         if log_file:
             with open(log_file, "a", encoding="utf-8") as handle:
@@ -463,6 +463,19 @@ def _with_warm_starts(cells: List[Cell]) -> List[Cell]:
             cell = cell.warm_start_from
         ordered.extend(reversed(chain))
     return ordered
+
+
+def _portable(command: List[str], python: str) -> List[str]:
+    """The command as a reader repeats it from the repository root on another machine: `python`
+    for this interpreter, every absolute path (a flag's value or a word) relative to the
+    repository (steps run there), so commands.sh names no directory of the machine it ran on."""
+    def relative(word: str) -> str:
+        flag, equals, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        if os.path.isabs(value):
+            value = os.path.relpath(value, REPO)
+        return f"{flag}{equals}{value}"
+
+    return ["python" if word == python else relative(word) for word in command]
 
 
 def _directory(task: str) -> str:
