@@ -22,6 +22,14 @@ class InputError(AlbertError, ValueError):
     """Model or script input that cannot be used (bad shapes, missing files)."""
 
 
+class CheckpointDamagedError(InputError):
+    """A checkpoint's files cannot be read back: cut short, overwritten or corrupted on disk."""
+
+
+class DiskFullError(AlbertError, OSError):
+    """A run stopped because its output disk is full; what was written before is intact."""
+
+
 class TrainingDivergedError(AlbertError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 

@@ -11,6 +11,7 @@ import logging
 from typing import List, Optional, Tuple
 
 from albert import io
+from albert.checkpoints.damage import reading
 from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.checkpoints.registry import (check_can_represent, detect_format, format_names, formats,
                                          get_format)
@@ -32,7 +33,9 @@ def read_weights(path: str, input_format: str = "auto",
     `config` is needed only by formats that carry none (Model Garden).
     """
     name = detect_format(path) if input_format == "auto" else input_format
-    return get_format(name).read(path, config)
+    fmt = get_format(name)
+    with reading(path, f"The {name} checkpoint"):
+        return fmt.read(path, config)
 
 
 def carried_config(path: str, input_format: str = "auto") -> Optional[AlbertConfig]:

@@ -1,5 +1,7 @@
 """Native Keras 3 `.keras` files of our models (load with `keras.saving.load_model` after `import albert`)."""
 
+import os
+import zipfile
 from typing import Tuple
 
 import keras
@@ -9,7 +11,7 @@ from albert.checkpoints.format import CheckpointFormat
 from albert.checkpoints.weights import (Weights, assign_model_weights, find_head, model_parts,
                                         model_weights)
 from albert.config import AlbertConfig
-from albert.errors import ConfigError, InputError
+from albert.errors import CheckpointDamagedError, ConfigError, InputError
 from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
                              AlbertPretrainer, AlbertSquadV1, AlbertSquadV2)
 
@@ -45,6 +47,10 @@ def read_keras(path: str) -> Tuple[Weights, AlbertConfig]:
         path = io.join(path, KERAS_FILE)
     if not io.exists(path):
         raise InputError(f"No .keras file at {path}")
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):  # a local file (gs:// is not)
+        # Keras says "File not found" of a .keras file that is there but cut short.
+        raise CheckpointDamagedError(f"{path} cannot be read: it is not a complete .keras zip "
+                                     "file (damaged or cut short?)")
     try:
         model = keras.saving.load_model(path)
     except Exception as error:  # Keras raises many types for unreadable files

@@ -8,7 +8,8 @@ import tensorflow as tf
 from albert import io
 from albert.checkpoints.format import CheckpointFormat
 from albert.checkpoints.weights import Weights, drop_non_model_variables
-from albert.errors import CheckpointMismatchError, InputError
+from albert.checkpoints.damage import first_line
+from albert.errors import CheckpointDamagedError, CheckpointMismatchError, InputError
 
 # File name of a written checkpoint: the released tarballs' layout.
 TF1_CHECKPOINT = "model.ckpt-best"
@@ -61,7 +62,8 @@ def open_reader(path: str):
         # directory, which TensorFlow's ram:// file system answers wrongly.
         return tf.compat.v1.train.NewCheckpointReader(prefix), prefix
     except (tf.errors.OpError, ValueError) as error:
-        raise InputError(f"Cannot read checkpoint {prefix}: {error}") from None
+        raise CheckpointDamagedError(f"The checkpoint {prefix} cannot be read: it looks damaged "
+                                     f"or cut short ({first_line(error)})") from None
 
 
 def is_object_based(path: str) -> Optional[bool]:

@@ -15,17 +15,20 @@ in the `checkpoint` state file, which is replaced last. Every file
 operation goes through `albert.io`, so output directories on GCS work.
 """
 
+import errno
 import logging
 import re
 from typing import Dict, Iterable, List, Optional
 
 import numpy as np
+import tensorflow as tf
 
 from albert import interrupts, io
 from albert.checkpoints.naming import GLOBAL_STEP, OPTIMIZER_SLOTS, slot_name
 from albert.checkpoints.tf1 import checkpoint_files, open_reader, save_tensors
 from albert.checkpoints.weights import model_variables
-from albert.errors import CheckpointMismatchError
+from albert.checkpoints.damage import reading
+from albert.errors import CheckpointDamagedError, CheckpointMismatchError, DiskFullError
 
 logger = logging.getLogger("albert")
 
@@ -65,6 +68,13 @@ def extra_state_variables(model, optimizer) -> Dict[str, List[object]]:
     }
 
 
+def _is_disk_full(error: Exception) -> bool:
+    """ENOSPC, from Python (OSError) or from TensorFlow's file writers (ResourceExhaustedError
+    whose message carries the system's words)."""
+    return (getattr(error, "errno", None) == errno.ENOSPC
+            or "No space left on device" in str(getattr(error, "message", None) or error))
+
+
 def _value(variable) -> np.ndarray:
     return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
 
@@ -76,6 +86,9 @@ class TrainingCheckpoints:
         self.output_dir = output_dir
         self.keep_checkpoint_max = keep_checkpoint_max
         self.is_chief = is_chief
+        # Steps whose files did not read back (cut short, corrupted): {step: why}. They stay on
+        # disk as they are and are no longer offered to resume or evaluate.
+        self.damaged: Dict[int, str] = {}
 
     def prefix(self, step) -> str:
         return io.join(self.output_dir, f"{PREFIX}-{step}")
@@ -97,8 +110,23 @@ class TrainingCheckpoints:
         return sorted(set(steps))
 
     def steps(self) -> List[int]:
-        """Steps of the complete checkpoints listed in the `checkpoint` state file, ascending."""
-        return [step for step in self._listed() if io.exists(self.prefix(step) + ".index")]
+        """Steps of the complete checkpoints listed in the `checkpoint` state file, ascending
+        (those found damaged left out)."""
+        return [step for step in self._listed()
+                if step not in self.damaged and io.exists(self.prefix(step) + ".index")]
+
+    def mark_damaged(self, step: int, error: Exception) -> None:
+        """Sets model.ckpt-<step> aside (on disk, untouched) after it failed to read back."""
+        self.damaged[step] = str(error)
+        logger.warning("%s; it is left in place and not used", error)
+
+    def no_intact_error(self) -> CheckpointDamagedError:
+        """The error when every checkpoint of the run is damaged."""
+        names = ", ".join(f"{PREFIX}-{step}" for step in sorted(self.damaged))
+        return CheckpointDamagedError(
+            f"no checkpoint in {self.output_dir} reads back whole ({names} damaged; they are "
+            "left in place): move them elsewhere to train from the start, or restore them "
+            "from a copy")
 
     def latest_step(self) -> Optional[int]:
         steps = self.steps()
@@ -114,10 +142,21 @@ class TrainingCheckpoints:
                    for name, variable in checkpoint_variables(model, optimizer).items()}
         # Files, training state and the listing go together: a Ctrl-C in between would leave
         # a complete checkpoint that the next run cannot see.
-        with interrupts.deferred():
-            return self._write(step, prefix, tensors, model, optimizer)
+        try:
+            with interrupts.deferred():
+                return self._write(step, prefix, tensors, model, optimizer)
+        except (tf.errors.OpError, OSError) as error:
+            if not _is_disk_full(error):
+                raise
+            latest = self.latest_step()
+            kept = (f"checkpoint {latest} is intact: free space and run the same command to "
+                    "resume from it" if latest is not None else
+                    "no earlier checkpoint was written: free space and run the same command")
+            raise DiskFullError(f"no space left on the device writing checkpoint {step} in "
+                                f"{self.output_dir}; {kept}") from None
 
     def _write(self, step, prefix, tensors, model, optimizer) -> str:
+        self._set_damaged_aside(step)
         temporary = io.temporary_name(prefix)
         try:
             save_tensors(temporary, tensors)
@@ -133,6 +172,20 @@ class TrainingCheckpoints:
             owner: [_value(v).tolist() for v in variables] for owner, variables in extra.items()})
         self._write_state(sorted(set(self._listed()) | {step}))
         return prefix
+
+    def _set_damaged_aside(self, step: int) -> None:
+        """A damaged checkpoint at the step about to be written (the run resumed from an
+        earlier one and came back to it) is renamed, not replaced: its bytes are the user's."""
+        if step not in self.damaged:
+            return
+        prefix = self.prefix(step)
+        for path in (*checkpoint_files(prefix), self.state_path(step)):
+            if io.exists(path):
+                aside = path.replace(f"{PREFIX}-{step}", f"{PREFIX}-{step}.damaged").replace(
+                    f"training_state-{step}", f"training_state-{step}.damaged")
+                io.rename(path, aside)
+                logger.warning("Renamed the damaged %s to %s", path, aside)
+        del self.damaged[step]
 
     def prune(self, protected: Iterable[int] = ()) -> List[int]:
         """Deletes all but the newest `keep_checkpoint_max` checkpoints (0 keeps all).
@@ -200,7 +253,8 @@ class TrainingCheckpoints:
 
     # ----------------------------------------------------------- restoring
     def check_restorable(self, step: int, model, optimizer) -> None:
-        """Raises CheckpointMismatchError unless model.ckpt-<step> fits this model and optimizer."""
+        """Raises CheckpointMismatchError unless model.ckpt-<step> fits this model and optimizer
+        (CheckpointDamagedError if its index cannot be read)."""
         reader, prefix = open_reader(self.prefix(step))
         stored = reader.get_variable_to_shape_map()
         variables = checkpoint_variables(model, optimizer)
@@ -219,9 +273,12 @@ class TrainingCheckpoints:
     def restore(self, step: int, model, optimizer) -> None:
         """Restores the model, optimizer slots, global step and the other training state."""
         self.check_restorable(step, model, optimizer)
-        reader, _ = open_reader(self.prefix(step))
-        for name, variable in checkpoint_variables(model, optimizer).items():
-            variable.assign(reader.get_tensor(name).astype(variable.dtype))
+        reader, prefix = open_reader(self.prefix(step))
+        # Every tensor is read back and checksummed: a cut or corrupted data file fails here,
+        # perhaps after some variables were assigned (the caller then restores an older one).
+        with reading(prefix, "The checkpoint"):
+            for name, variable in checkpoint_variables(model, optimizer).items():
+                variable.assign(reader.get_tensor(name).astype(variable.dtype))
         path = self.state_path(step)
         if not io.exists(path):
             logger.warning("No %s: the loss scale and seed-generator state start afresh", path)

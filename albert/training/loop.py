@@ -41,8 +41,8 @@ from albert import interrupts, io
 from albert.cli import progress_display
 from albert.checkpoints import model_variables
 from albert.modeling.encoder import set_rematerialization
-from albert.errors import (AlbertError, InputError, RunInterrupted, RunPreempted,
-                           TrainingDivergedError)
+from albert.errors import (AlbertError, CheckpointDamagedError, InputError, RunInterrupted,
+                           RunPreempted, TrainingDivergedError)
 from albert.records.tfrecord import find_corruption
 from albert.training.checkpointing import TrainingCheckpoints
 from albert.training.diagnostics import Diagnostics
@@ -268,8 +268,7 @@ class Trainer:
             self._check_workers_share_output_dir(step)
         run_files = self.run_files(training)
         self.directory.check_run_files(run_files)
-        if step is not None:
-            self.checkpoints.check_restorable(step, model, optimizer)
+        step = self._newest_restorable(step, model, optimizer)
         self.directory.lock(*locks)
         try:
             self.directory.write_run_files(run_files)
@@ -277,6 +276,33 @@ class Trainer:
             self.directory.unlock()
             raise
         return step
+
+    def _newest_restorable(self, step: Optional[int], model, optimizer) -> Optional[int]:
+        """`step`, or, where its checkpoint's index does not read back, the newest one before it
+        that does (each damaged one named in a warning and left in place)."""
+        while step is not None:
+            try:
+                self.checkpoints.check_restorable(step, model, optimizer)
+                return step
+            except CheckpointDamagedError as error:
+                self.checkpoints.mark_damaged(step, error)
+                step = self.checkpoints.latest_step()
+        if self.checkpoints.damaged:
+            raise self.checkpoints.no_intact_error()
+        return None
+
+    def _restore_newest_intact(self, step: int, model, optimizer) -> int:
+        """Restores model.ckpt-<step>, or the newest intact one before it where a data file
+        fails its read-back (cut short, checksum): the run resumes from there."""
+        while True:
+            try:
+                self.checkpoints.restore(step, model, optimizer)
+                return step
+            except CheckpointDamagedError as error:
+                self.checkpoints.mark_damaged(step, error)
+            step = self._newest_restorable(self.checkpoints.latest_step(), model, optimizer)
+            if step is None:
+                raise self.checkpoints.no_intact_error()
 
     def run_files(self, training: bool) -> Dict[str, str]:
         """The files a run keeps in its directory and a resume must match: the task's (config,
@@ -330,7 +356,8 @@ class Trainer:
         self._step = step or 0
         try:
             if step is not None:
-                self.checkpoints.restore(step, model, optimizer)
+                step = self._restore_newest_intact(step, model, optimizer)
+                self._step = step
                 self.directory.truncate_train_log(step)
                 logger.info("Resumed from %s", self.checkpoints.prefix(step))
             else:
