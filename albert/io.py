@@ -353,9 +353,26 @@ def atomic_output_dir(final_dir: str, overwrite: bool = False):
                                  "remove them or choose another output directory")
         makedirs(final_dir)
         for name in names:
-            rename(join(scratch, name), join(final_dir, name))
+            _replace(join(scratch, name), join(final_dir, name))
     finally:
         rmtree(scratch)
+
+
+def _replace(source: str, target: str) -> None:
+    """Renames `source` to `target`; a directory already at `target` (an earlier build of the
+    same output, `overwrite`) is moved aside first and removed only once the new one is in
+    place, since a rename cannot replace a non-empty directory."""
+    if not isdir(target):
+        rename(source, target)
+        return
+    previous = temporary_name(target)
+    rename(target, previous)
+    try:
+        rename(source, target)
+    except BaseException:
+        rename(previous, target)
+        raise
+    rmtree(previous)
 
 
 @contextlib.contextmanager
