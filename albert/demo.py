@@ -159,10 +159,11 @@ def print_sentence_order_vs_chance(evaluations: list, heldout_summary: str) -> N
     counts = LabelCounts(ones=labels["1"], total=labels["0"] + labels["1"])
     margins = [(e["step"], e["sentence_order_accuracy"], counts.margin(e["sentence_order_accuracy"]))
                for e in evaluations]
-    print(f"  held-out sentence order against chance (always the commoner label: "
-          f"{counts.majority_share:.4f} of {counts.total} pairs), in standard errors: "
-          + ", ".join(f"step {step} {accuracy:.3f} ({margin:+.1f})"
-                      for step, accuracy, margin in margins))
+    print(f"  held-out sentence order against chance ({counts.majority_share:.4f}: always "
+          f"answering the commoner label of {counts.total} pairs), each checkpoint's accuracy "
+          "with (in brackets) how many standard errors it lies above chance; 3 or more is "
+          f"above chance: " + ", ".join(f"step {step} {accuracy:.3f} ({margin:+.1f})"
+                                       for step, accuracy, margin in margins))
     if margins[-1][2] < ABOVE_CHANCE_STANDARD_ERRORS:
         print(f"  at the last checkpoint the sentence order is not above chance (less than "
               f"{ABOVE_CHANCE_STANDARD_ERRORS:g} standard errors). Measured on this corpus: "
@@ -185,6 +186,8 @@ def print_finetuning(glue_dir: str, fine_tuned: dict) -> None:
     print(f"  SST-2 format (movie-review polarity, {len(labels)} dev sentences): best dev "
           f"accuracy {sst['eval_accuracy']:.3f} at step {sst['step']}; majority class "
           f"{majority:.3f}")
+    print("    " + beats_baseline("SST-2", sst["eval_accuracy"] > majority,
+                                  "always answering the commoner label"))
     stsb_results = io.read_json(os.path.join(fine_tuned["STS-B"], "eval_results.json"))
     best = stsb_results["best"]
     scores = [float(label) for label in _dev_labels(glue_dir, "STS-B")]
@@ -197,6 +200,18 @@ def print_finetuning(glue_dir: str, fine_tuned: dict) -> None:
           f"{best['pearson']:.3f} (Spearman {at_best['spearman']:.3f}, MSE {at_best['MSE']:.3f}) "
           f"at step {best['step']}; predicting the train mean: Pearson undefined (0), MSE "
           f"{baseline_mse:.3f}")
+    print("    " + beats_baseline("STS-B", best["pearson"] > 0 and at_best["MSE"] < baseline_mse,
+                                  "predicting the train mean (a positive Pearson and a lower "
+                                  "MSE)"))
+
+
+def beats_baseline(task: str, beaten: bool, baseline: str) -> str:
+    """One plain sentence on whether a fine-tuned model did better than a constant guess."""
+    if beaten:
+        return f"{task}: above its baseline, {baseline}."
+    return (f"{task}: NOT above its baseline, {baseline}: this fine-tuning learned nothing "
+            "the dev set can tell from a constant guess (the demo's model is small and briefly "
+            "pretrained, and its training set small).")
 
 
 if __name__ == "__main__":

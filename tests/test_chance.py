@@ -49,7 +49,34 @@ def test_the_demo_reports_each_checkpoint_against_the_heldout_majority(tmp_path,
                    {"step": 200, "sentence_order_accuracy": 0.60}]
     print_sentence_order_vs_chance(evaluations, str(summary))
     out = capsys.readouterr().out
-    assert "0.5250 of 4000 pairs" in out and "step 100 0.525 (+0.0)" in out
+    assert "(0.5250: always answering the commoner label of 4000 pairs)" in out
+    assert "standard errors it lies above chance" in out and "step 100 0.525 (+0.0)" in out
+    assert "0.4750" not in out  # one chance figure: the commoner label's share
     assert "step 200 0.600 (+9.7)" in out and "not above chance" not in out
     print_sentence_order_vs_chance(evaluations[:1], str(summary))
     assert "not above chance" in capsys.readouterr().out
+
+
+def test_the_demo_says_plainly_when_fine_tuning_does_not_beat_its_baseline(tmp_path, capsys):
+    import json
+
+    from albert.demo import print_finetuning
+
+    glue = tmp_path / "glue"
+    for task, header, rows in (("SST-2", "sentence\tlabel", ["a\t1", "b\t0", "c\t0"]),
+                               ("STS-B", "x\tscore", ["a\t1.0", "b\t3.0"])):
+        (glue / task).mkdir(parents=True)
+        for split in ("dev", "train"):
+            (glue / task / f"{split}.tsv").write_text("\n".join([header, *rows]) + "\n")
+    runs = {}
+    for task, best, evaluations in (
+            ("SST-2", {"eval_accuracy": 2 / 3, "step": 10}, []),
+            ("STS-B", {"pearson": 0.5, "step": 10}, [{"step": 10, "spearman": 0.5, "MSE": 0.5}])):
+        runs[task] = tmp_path / task
+        runs[task].mkdir()
+        (runs[task] / "eval_results.json").write_text(json.dumps(
+            {"best": best, "evaluations": evaluations}))
+    print_finetuning(str(glue), runs)
+    out = capsys.readouterr().out
+    # SST-2's 0.667 is the majority share; STS-B's MSE 0.5 is below the mean's 1.0.
+    assert "SST-2: NOT above its baseline" in out and "STS-B: above its baseline" in out

@@ -149,7 +149,8 @@ class OneLabelHead(Check):
             f"the {self.head.replace('_', '-')} head answers label {label} for "
             f"{100 * max(predicted, 1 - predicted):.1f}% of the held-out examples: its accuracy "
             f"{metrics.get(self.accuracy, float('nan')):.4f} is the share of that label in the "
-            f"held-out set ({share:.4f}), not something learned",
+            f"held-out set ({share:.4f}), not something learned (chance, always answering the "
+            f"commoner label, is {max(share, 1 - share):.4f})",
             {"label": label, "predicted_share": max(predicted, 1 - predicted),
              "label_share": share, "accuracy": metrics.get(self.accuracy, float("nan"))})
 
