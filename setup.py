@@ -31,6 +31,10 @@ ONNX_REQUIREMENTS = ["tf2onnx>=1.16", "onnxruntime>=1.17"]
 KERAS_HUB_REQUIREMENTS = ["keras-hub==0.32.0"]
 # create_pretraining_data.py on Apache Beam (its local FnApiRunner works offline; Dataflow needs
 # apache-beam[gcp] on the workers, which the user's own container or requirements provide).
+# Beam's own pins, not ours, cap protobuf and Pillow: apache-beam 2.77.0 requires
+# "protobuf!=4.0.*,...,<7.0.0.dev0,>=3.20.3" and "pillow<13,>=12.1.1", so the beam and test extras
+# downgrade protobuf 7 and Pillow 13. (`pip install -e .` caps neither on Python 3.11+; on 3.10
+# tensorflow-metadata, through tf-models-official, requires protobuf<=6.32.)
 BEAM_REQUIREMENTS = ["apache-beam>=2.60,<3"]
 
 setup(

@@ -1,6 +1,7 @@
 """Shared entry point for the absl scripts: user mistakes end with one clear line.
 
-`run(main)` runs an absl `main`; an `AlbertError` (bad config, checkpoint,
+`run(main)` runs an absl `main`; a flag mistake (an unknown or misspelled flag,
+a bad value, a missing required flag), an `AlbertError` (bad config, checkpoint,
 input) or an `OSError` (missing file, no permission) prints `ERROR: <message>`
 to stderr and exits with status 1, without a stack trace. Anything else is a
 bug and keeps its traceback.
@@ -157,6 +158,19 @@ def load_albert_config(path: str) -> AlbertConfig:
         path, allow_unknown_keys=flags.FLAGS.allow_unknown_config_keys)
 
 
+def parse_flags(argv):
+    """absl's flag parsing, a mistake (unknown flag, bad value, missing required flag) ending as
+    every other user mistake does: one `ERROR:` line, exit status 1. absl's own parser prints
+    two lines ("FATAL Flags parsing error: ...", then where help is): the first, with its "Did
+    you mean" suggestion, is kept, and where help is goes on the same line."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as error:
+        message = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"ERROR: {message} (--helpshort lists the flags)", file=sys.stderr)
+        sys.exit(1)
+
+
 def run(main):
     def guarded_main(argv):
         logging.getLogger("albert").setLevel(logging.INFO)
@@ -187,7 +201,7 @@ def run(main):
     interrupts.handle_ctrl_c()
     interrupts.handle_termination()
     try:
-        app.run(guarded_main)
+        app.run(guarded_main, flags_parser=parse_flags)
     except KeyboardInterrupt as interrupt:
         report_interrupt(interrupt)
     except SystemExit as exit_request:

@@ -303,14 +303,36 @@ def _by_source(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's "(default: …)" after every option's help, but for options whose help says
+    its default in its own words already, and options with none to show (None, a switch's
+    False): "(default: None)" would only add noise beside "(default: trained on --corpus)"."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or action.default is None or action.default is False:
+            return text
+        return super()._get_help_string(action)
+
+
+def _add_command(commands, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows what it does and every option's default."""
+    return commands.add_parser(name, help=help_text, description=help_text,
+                               formatter_class=HelpWithDefaults)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and its options."""
     parser = argparse.ArgumentParser(prog="python -m albert.paper",
-                                     description="Reproduce the paper's tables.")
+                                     description="Reproduce the paper's tables.",
+                                     formatter_class=HelpWithDefaults)
     commands = parser.add_subparsers(dest="command", required=True)
-    params = commands.add_parser("params", help="parameter counts of Tables 1, 3, 4, 11 and 12")
-    params.add_argument("--format", choices=("markdown", "json"), default="markdown")
-    reproduce = commands.add_parser(
-        "reproduce", help="pretrain every cell of an ablation table and report it beside the paper")
+    params = _add_command(commands, "params", "parameter counts of Tables 1, 3, 4, 11 and 12")
+    params.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                        help="a Markdown table or JSON rows")
+    reproduce = _add_command(
+        commands, "reproduce", "pretrain every cell of an ablation table and report it beside "
+                               "the paper")
     reproduce.add_argument("--table", type=int, choices=sorted(TABLES), required=True,
                            help="the ablation table: 3 embedding size, 4 sharing, 5 sentence "
                                 "objective, 8 dropout, 11 depth, 12 width")
@@ -353,10 +375,10 @@ def main(argv=None) -> int:
                                 "their own (the scale divides it as any depth: the cpu scale's "
                                 "ceil(layers / 3), so 3, 6, 12, 24, 36 give 1, 2, 4, 8, 12 "
                                 "layers); the table is written as table<N>-layers<value>.*")
-    evaluate = commands.add_parser(
-        "evaluate", help="masked-LM and sentence accuracy of checkpoints on held-out records, "
-                         "the margin over each set's majority share with a document-level "
-                         "bootstrap interval, and each label's recall")
+    evaluate = _add_command(
+        commands, "evaluate", "masked-LM and sentence accuracy of checkpoints on held-out "
+                              "records, the margin over each set's majority share with a "
+                              "document-level bootstrap interval, and each label's recall")
     evaluate.add_argument("--albert_config_file", required=True)
     evaluate.add_argument("--checkpoints", required=True,
                           help="comma-separated checkpoint prefixes (model.ckpt-N)")
@@ -364,16 +386,17 @@ def main(argv=None) -> int:
                           help="comma-separated pretraining record files (e.g. a held-out NSP "
                                "set and a held-out SOP set)")
     evaluate.add_argument("--output", required=True, help="JSON file to write (must not exist)")
-    evaluate.add_argument("--eval_batch_size", type=int, default=256)
+    evaluate.add_argument("--eval_batch_size", type=int, default=256,
+                          help="sequences per evaluation batch")
     evaluate.add_argument("--seeds_of_one_cell", action="store_true",
                           help="the checkpoints are seeds of one cell: also report each set's "
                                "margin pooled over them (documents and seeds resampled)")
     evaluate.add_argument("--resamples", type=int, default=RESAMPLES,
                           help="document-bootstrap resamples per interval")
-    criteria = commands.add_parser(
-        "criteria", help="the pre-registered criteria (a)-(f) of the multi-seed Table 5 or "
-                         "(a)-(d) of the multi-seed Table 4 (docs/paper.md) from a "
-                         "reproduction's runs")
+    criteria = _add_command(
+        commands, "criteria", "the pre-registered criteria (a)-(f) of the multi-seed Table 5 or "
+                              "(a)-(d) of the multi-seed Table 4 (docs/paper.md) from a "
+                              "reproduction's runs")
     criteria.add_argument("--table", type=int,
                           choices=sorted(set(CRITERIA_DEFAULTS) | set(MODULE_CRITERIA)), default=5,
                           help="5, 4, 3 (embedding size), 8 (dropout) or 1 (Figure 1)")
@@ -397,29 +420,37 @@ def main(argv=None) -> int:
                           help="JSON file to write (must not exist; Table 4 also writes its .md "
                                "beside it, and replaces the files of a partial judgement, one "
                                "with runs missing)")
-    criteria.add_argument("--eval_batch_size", type=int, default=256)
-    criteria.add_argument("--resamples", type=int, default=RESAMPLES)
+    criteria.add_argument("--eval_batch_size", type=int, default=256,
+                          help="sequences per evaluation batch")
+    criteria.add_argument("--resamples", type=int, default=RESAMPLES,
+                          help="document-bootstrap resamples per interval")
     criteria.add_argument("--plot", default=None,
                           help="also a PNG of every margin (Table 5) or difference (Table 4) "
                                "with its interval and each seed's (must not exist; needs the "
                                "demo extra's matplotlib)")
-    by_source = commands.add_parser(
-        "by-source", help="each held-out sentence set's margin split by the source of its "
-                          "documents (post hoc: news and technical prose in the larger corpus)")
+    by_source = _add_command(
+        commands, "by-source", "each held-out sentence set's margin split by the source of its "
+                               "documents (post hoc: news and technical prose in the larger "
+                               "corpus)")
     by_source.add_argument("--results", required=True,
                            help="comma-separated result.json files of one cell's seeds (pooled)")
     by_source.add_argument("--corpus_manifest", required=True,
                            help="the larger corpus's manifest.json (its heldout_sources)")
     by_source.add_argument("--output", required=True, help="JSON file to write (must not exist)")
-    by_source.add_argument("--resamples", type=int, default=RESAMPLES)
-    module_mains = {}
+    by_source.add_argument("--resamples", type=int, default=RESAMPLES,
+                           help="document-bootstrap resamples per interval")
     for name, (module_name, help_text) in MODULE_COMMANDS.items():
-        module = importlib.import_module(module_name)
-        module.add_arguments(commands.add_parser(name, help=help_text))
-        module_mains[name] = module.main
+        importlib.import_module(module_name).add_arguments(_add_command(commands, name, help_text))
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "criteria" and args.table != 1 and not args.output_dir:
         parser.error("criteria: --output_dir is required")
+    module_mains = {name: importlib.import_module(module_name).main
+                    for name, (module_name, _) in MODULE_COMMANDS.items()}
     try:
         return {"params": _params, "reproduce": _reproduce, "evaluate": _evaluate,
                 "criteria": _criteria, "by-source": _by_source,

@@ -1,6 +1,7 @@
 """The paper's Table 2 speed column, measured on this machine.
 
     python -m albert.paper speed --output=speed.json     # six sizes, 1 process and 2 workers
+    python -m albert.paper speed --quick                 # a first table in a minute or two
     python -m albert.paper speed --models=bert-large,albert-large --workers=1 \
         --batch_size=16 --seq_length=128 --output=large.json
 
@@ -504,12 +505,42 @@ def markdown_path(output: str) -> str:
     return os.path.splitext(output)[0] + ".md"
 
 
+# The full measurement's settings that `--quick` changes, and `--quick`'s: a first table in a
+# minute or two on 2 cores (two fresh processes of about 20 s start-up and 10-15 s of steps each,
+# from docs/paper/cpu-table2-speed, where the full measurement took 13 minutes). These flags
+# default to None in the parser, so that one given beside --quick is told from one left unset.
+FULL = {"models": ",".join(PAPER_SPEEDUP), "batch_size": SpeedSettings.batch_size,
+        "workers": "1,2"}
+QUICK = {"models": "albert-base,bert-base", "batch_size": 4, "workers": "1"}
+
+
+def _default_text(name: str) -> str:
+    return f"(default: {FULL[name]}; with --quick: {QUICK[name]})"
+
+
+def resolve_quick(args) -> None:
+    """Sets every flag `--quick` changes that was left unset: to --quick's value with --quick,
+    else to the full measurement's; a flag given explicitly keeps its value."""
+    chosen = QUICK if args.quick else FULL
+    for name, value in chosen.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument("--models", default=",".join(PAPER_SPEEDUP),
-                        help="comma-separated: " + ", ".join(PAPER_SPEEDUP))
-    parser.add_argument("--batch_size", type=int, default=SpeedSettings.batch_size,
-                        help="global batch of every step (split between the workers)")
-    parser.add_argument("--seq_length", type=int, default=SpeedSettings.seq_length)
+    parser.add_argument("--quick", action="store_true",
+                        help="a first try, a table in a minute or two on 2 cores: "
+                             + " ".join(f"--{name}={value}" for name, value in QUICK.items())
+                             + " (flags given beside it win); BERT-large, the reference of the "
+                             "speed-up column, is not measured")
+    parser.add_argument("--models", default=None,
+                        help="comma-separated: " + ", ".join(PAPER_SPEEDUP) + " "
+                             + _default_text("models"))
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="global batch of every step (split between the workers) "
+                             + _default_text("batch_size"))
+    parser.add_argument("--seq_length", type=int, default=SpeedSettings.seq_length,
+                        help="tokens per sequence")
     parser.add_argument("--max_predictions_per_seq", type=int,
                         default=SpeedSettings.max_predictions_per_seq,
                         help="masked positions per sequence (the original: 20 at 512 tokens)")
@@ -517,13 +548,15 @@ def add_arguments(parser) -> None:
                         help="steps before the timed ones (tracing and first-call costs)")
     parser.add_argument("--steps", type=int, default=SpeedSettings.steps,
                         help="timed steps per model")
-    parser.add_argument("--workers", default="1,2",
+    parser.add_argument("--workers", default=None,
                         help="worker counts to measure, e.g. 1,2: 1 is one process; N > 1 a "
-                             "local N-worker MultiWorkerMirroredStrategy cluster")
+                             "local N-worker MultiWorkerMirroredStrategy cluster "
+                             + _default_text("workers"))
     parser.add_argument("--threads", type=int, default=0,
                         help="threads to use in all, shared equally by the workers (default: "
                              "every core this process may use)")
-    parser.add_argument("--vocab_size", type=int, default=VOCAB_SIZE)
+    parser.add_argument("--vocab_size", type=int, default=VOCAB_SIZE,
+                        help="the models' vocabulary (the paper's)")
     parser.add_argument("--output", default="speed.json",
                         help="JSON to write (must not exist); the markdown table goes beside "
                              "it (.md)")
@@ -538,6 +571,7 @@ def command_line(args) -> str:
 
 
 def main(args) -> int:
+    resolve_quick(args)
     for path in (args.output, markdown_path(args.output)):
         if os.path.exists(path):
             raise InputError(f"{path} exists; it is not overwritten (choose another --output "

@@ -14,6 +14,14 @@ original, where one layer runs every inner group of its group.
 The model runs in float32 whatever precision it was trained in; the distances and angles are
 computed in float64 from its float32 states. A curve's roughness is
 sum over l = 1 … L−1 of |v(l) − v(l − 1)|: the paper's "smoother" as one number.
+
+The config is `--albert_config_file`, else the one the checkpoint carries, else the
+`albert_config.json` in the checkpoint's directory, or in the run directory above it when the
+checkpoint is in a run's `pretraining/` folder (`runs/<run>/albert_config.json` beside
+`runs/<run>/pretraining/model.ckpt-N`). A directory of TensorFlow checkpoints means its latest
+one. The output says which config and which checkpoint were used; its JSON adds
+`checkpoint_prefix` (the checkpoint measured), `checkpoint_step` (the N of `model.ckpt-N`, else
+null) and `albert_config_file` (null: the checkpoint's own) to `checkpoint` (as given).
 """
 
 import argparse
@@ -21,14 +29,17 @@ import dataclasses
 import hashlib
 import importlib.util
 import os
-from typing import Dict, List, Sequence
+import re
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from albert import io, tokenization
-from albert.checkpoints import carried_config, detect_format, format_names, load_into_model
+from albert.checkpoints import (ALBERT_CONFIG_FILE, carried_config, detect_format, format_names,
+                                load_into_model)
+from albert.checkpoints.tf1 import resolve_checkpoint_prefix
 from albert.config import AlbertConfig
-from albert.errors import InputError
+from albert.errors import ConfigError, InputError
 from albert.modeling import AlbertEncoder
 
 MAX_SEQ_LENGTH = 64
@@ -38,6 +49,12 @@ METRICS = ("l2_distance", "angle_degrees")
 METRIC_TITLES = {"l2_distance": "L2 distance",
                  "angle_degrees": "cosine similarity (angle in degrees)"}
 NOT_SHARED, ALL_SHARED = "not-shared", "all-shared"
+# The formats that are TensorFlow checkpoints: given their directory, the latest one is read.
+TF_CHECKPOINT_FORMATS = ("tf1", "model_garden")
+# A training run's checkpoint prefix: model.ckpt-<step>.
+_STEP = re.compile(r"model\.ckpt-(\d+)")
+# The folder run_pretraining.py writes its checkpoints to inside a reproduction's run directory.
+PRETRAINING_FOLDER = "pretraining"
 
 
 def sharing_kind(config: AlbertConfig) -> str:
@@ -183,9 +200,13 @@ def _boolean(text: str) -> bool:
 def add_arguments(parser) -> None:
     parser.add_argument("--albert_config_file", default=None,
                         help="the model's config (default: the one the checkpoint carries: "
-                             "Hugging Face, Keras, KerasHub, our exports)")
+                             "Hugging Face, Keras, KerasHub, our exports; else the "
+                             f"{ALBERT_CONFIG_FILE} in the checkpoint's directory, or in the run "
+                             f"directory above its {PRETRAINING_FOLDER}/ folder)")
     parser.add_argument("--checkpoint", required=True,
-                        help="the checkpoint to measure, in any format the package reads")
+                        help="the checkpoint to measure, in any format the package reads; a "
+                             "directory of TensorFlow checkpoints: its latest (the output names "
+                             "its step)")
     parser.add_argument("--input_format", default="auto", choices=["auto", *format_names()],
                         help="the checkpoint's format (default: detected)")
     parser.add_argument("--input_file", required=True,
@@ -198,7 +219,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max_seq_length", type=int, default=MAX_SEQ_LENGTH,
                         help="tokens per sequence, [CLS] and [SEP] included; longer lines are "
                              "cut")
-    parser.add_argument("--batch_size", type=int, default=BATCH_SIZE)
+    parser.add_argument("--batch_size", type=int, default=BATCH_SIZE,
+                        help="sequences per batch, padded to the batch's longest")
     parser.add_argument("--label", required=True,
                         help="the model's name in the output and the plot, e.g. "
                              "'all-shared, seed 1' (what `criteria --table=1` reads)")
@@ -228,35 +250,91 @@ def _check_arguments(args) -> None:
         raise InputError("--label is empty")
 
 
+@dataclasses.dataclass
+class Checkpoint:
+    """What was measured: the checkpoint as read, its format, its step, and the config file
+    used (None: the config the checkpoint carries)."""
+
+    path: str
+    format_name: str
+    step: Optional[int]
+    config_file: Optional[str]
+
+    def describe(self) -> str:
+        step = "" if self.step is None else f"step {self.step}, "
+        config = self.config_file or "the checkpoint's own"
+        return f"{self.path} ({step}{self.format_name}; config: {config})"
+
+
+def resolve_checkpoint(path: str, checkpoint_format: str) -> str:
+    """The checkpoint to read: a TensorFlow checkpoint's prefix (a directory's latest, resolved
+    once, so a run still writing checkpoints cannot change it between reads), else `path`."""
+    return resolve_checkpoint_prefix(path) if checkpoint_format in TF_CHECKPOINT_FORMATS else path
+
+
+def checkpoint_step(path: str) -> Optional[int]:
+    """The N of a training run's `model.ckpt-N`, or None (`model.ckpt-best`, other formats)."""
+    match = _STEP.fullmatch(io.basename(path))
+    return int(match[1]) if match else None
+
+
+def config_files_beside(given: str, resolved: str) -> List[str]:
+    """Where a training run leaves the checkpoint's albert_config.json: the checkpoint's
+    directory, then the run directory above it when that is a run's `pretraining/` folder."""
+    directory = given.rstrip("/") if io.isdir(given) else io.dirname(resolved)
+    candidates = [io.join(directory, ALBERT_CONFIG_FILE)]
+    if io.basename(directory) == PRETRAINING_FOLDER:
+        candidates.append(io.join(io.dirname(directory), ALBERT_CONFIG_FILE))
+    return candidates
+
+
+def _config(args, checkpoint: str, checkpoint_format: str):
+    """(config, the file it came from or None when the checkpoint carries it)."""
+    if args.albert_config_file:
+        return AlbertConfig.from_json_file(args.albert_config_file), args.albert_config_file
+    candidates = config_files_beside(args.checkpoint, checkpoint)
+    beside = next((path for path in candidates if io.isfile(path)), None)
+    try:
+        carried = carried_config(checkpoint, checkpoint_format)
+    except ConfigError:
+        # A format that carries no config and cannot be read without one (Model Garden).
+        if beside is None:
+            raise
+        carried = None
+    if carried is not None:
+        return carried, None
+    if beside is None:
+        raise InputError(f"{args.checkpoint} carries no config and there is none at "
+                         f"{' or '.join(candidates)}: pass --albert_config_file")
+    return AlbertConfig.from_json_file(beside), beside
+
+
 def _load_encoder(args):
-    """(encoder in float32 with the checkpoint's weights, its config, the format's name)."""
+    """(encoder in float32 with the checkpoint's weights, its config, the `Checkpoint`)."""
     checkpoint_format = (detect_format(args.checkpoint) if args.input_format == "auto"
                          else args.input_format)
-    if args.albert_config_file:
-        config = AlbertConfig.from_json_file(args.albert_config_file)
-    else:
-        config = carried_config(args.checkpoint, checkpoint_format)
-        if config is None:
-            raise InputError(f"{args.checkpoint} carries no config: pass --albert_config_file")
+    path = resolve_checkpoint(args.checkpoint, checkpoint_format)
+    config, config_file = _config(args, path, checkpoint_format)
     if args.max_seq_length > config.max_position_embeddings:
         raise InputError(f"--max_seq_length={args.max_seq_length} exceeds the config's "
                          f"max_position_embeddings={config.max_position_embeddings}")
     encoder = AlbertEncoder(config, dtype="float32")
-    load_into_model(encoder, args.checkpoint, checkpoint_format)
-    return encoder, config, checkpoint_format
+    load_into_model(encoder, path, checkpoint_format)
+    return encoder, config, Checkpoint(path, checkpoint_format, checkpoint_step(path),
+                                       config_file)
 
 
 def main(args) -> int:
     _check_arguments(args)
-    encoder, config, checkpoint_format = _load_encoder(args)
+    encoder, config, checkpoint = _load_encoder(args)
     tokenizer = tokenization.load_tokenizer(args.vocab_file, args.spm_model_file,
                                             args.do_lower_case)
     tokenization.require_special_tokens(tokenizer)
     tokenization.require_vocabulary_within(tokenizer, config.vocab_size)
     sequences = read_sequences(args.input_file, tokenizer, args.max_seq_length)
-    print(f"{args.label}: {args.checkpoint} ({checkpoint_format}, {sharing_kind(config)}, "
-          f"{config.num_hidden_layers} layers), {len(sequences):,} sequences of "
-          f"{args.input_file}", flush=True)
+    print(f"{args.label}: {checkpoint.describe()}", flush=True)
+    print(f"{args.label}: {sharing_kind(config)}, {config.num_hidden_layers} layers, "
+          f"{len(sequences):,} sequences of {args.input_file}", flush=True)
     shown = 0
 
     def progress(done: int, tokens: int) -> None:
@@ -272,7 +350,11 @@ def main(args) -> int:
     result = {
         "label": args.label,
         "checkpoint": args.checkpoint,
-        "checkpoint_format": checkpoint_format,
+        "checkpoint_format": checkpoint.format_name,
+        # Added after the first Figure 1 runs (their files lack them): what was read.
+        "checkpoint_prefix": checkpoint.path,
+        "checkpoint_step": checkpoint.step,
+        "albert_config_file": checkpoint.config_file,
         "config": {"num_hidden_layers": config.num_hidden_layers,
                    "hidden_size": config.hidden_size,
                    "embedding_size": config.embedding_size,
