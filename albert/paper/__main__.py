@@ -220,12 +220,14 @@ MODULE_COMMANDS = {
 # Pre-registered criteria judged by a module of their own (docs/paper.md): Figure 1 is "table"
 # 1 here (the paper's Table 1 has no experiment). Each module defines judge_command(args) -> int.
 MODULE_CRITERIA = {1: "albert.paper.figure1_criteria", 3: "albert.paper.embedding_criteria",
-                   8: "albert.paper.dropout_criteria"}
+                   8: "albert.paper.dropout_criteria", 11: "albert.paper.depth_criteria"}
 
 
 def _criteria(args) -> int:
     """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)), Table 4 ((a)-(d)),
     Figure 1, Table 3 or the dropout runs, judged on the runs as written."""
+    if args.from_layer and args.table != 1:
+        raise InputError("--from_layer is Figure 1's (--table=1)")
     if args.table in MODULE_CRITERIA:
         if args.plot and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
@@ -399,7 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "reproduction's runs")
     criteria.add_argument("--table", type=int,
                           choices=sorted(set(CRITERIA_DEFAULTS) | set(MODULE_CRITERIA)), default=5,
-                          help="5, 4, 3 (embedding size), 8 (dropout) or 1 (Figure 1)")
+                          help="5, 4, 3 (embedding size), 8 (dropout), 11 (depth) or 1 "
+                               "(Figure 1)")
+    criteria.add_argument("--from_layer", type=int, default=0,
+                          help="Figure 1 only: the roughness sums the changes after this layer "
+                               "(the 12-layer pre-registration: 1, with its criterion (c))")
     criteria.add_argument("--output_dir", default=None,
                           help="the --output_dir of the table's `reproduce` runs (every table "
                                "but Figure 1)")

@@ -42,6 +42,17 @@ CRITERIA = {
           f"in every seed, all-shared's angle is above {MIN_ANGLE_DEGREES:g} degree at every "
           "layer"),
 }
+# The 12-layer pre-registration (2026-11-29): roughness from layer 1 on, so that the step from
+# the embeddings' layer 0 to layer 1 does not decide alone, and (c), its mean over seeds.
+CRITERIA_FROM_LAYER_1 = {
+    "a": ("all-shared's transitions are smoother from layer 1 on",
+          "in every seed, all-shared's roughness from layer 1 is below not-shared's, for the L2 "
+          "distance and for the angle (6 comparisons)"),
+    "b": CRITERIA["b"],
+    "c": ("smoother on average",
+          "the mean over seeds of the roughness from layer 1 is lower for all-shared, for both "
+          "measures"),
+}
 _LABEL = re.compile(r"(?:" + re.escape(label(LARGE_E, "")) + r")?(?P<strategy>"
                     + "|".join(map(re.escape, STRATEGIES)) + r"), seed (?P<seed>\d+)")
 SHORT_NAMES = {"l2_distance": "L2 roughness", "angle_degrees": "angle roughness"}
@@ -134,11 +145,20 @@ def _values(run: dict, metric: str) -> List[float]:
     return [entry[metric] for entry in sorted(run["layers"], key=lambda entry: entry["layer"])]
 
 
-def _smoother(runs: Dict[Tuple[str, int], dict], seed: int) -> dict:
+def _roughness(run: dict, metric: str, from_layer: int) -> float:
+    """The sum of |value(l) − value(l − 1)| over l > from_layer (from_layer 0: the whole curve,
+    curve_summary's roughness)."""
+    if from_layer == 0:
+        return curve_summary(run["layers"])["roughness"][metric]
+    values = _values(run, metric)[from_layer:]
+    return float(sum(abs(after - before) for before, after in zip(values, values[1:])))
+
+
+def _smoother(runs: Dict[Tuple[str, int], dict], seed: int, from_layer: int = 0) -> dict:
     """(a) in one seed: both roughnesses of both models, and whether all-shared's is lower."""
     numbers = {}
     for metric in METRICS:
-        rough = {strategy: curve_summary(runs[strategy, seed]["layers"])["roughness"][metric]
+        rough = {strategy: _roughness(runs[strategy, seed], metric, from_layer)
                  for strategy in STRATEGIES}
         numbers[metric] = dict(rough, all_shared_smoother=rough[ALL_SHARED] < rough[NOT_SHARED])
     return numbers
@@ -153,8 +173,19 @@ def _not_vanishing(run: dict) -> dict:
             "above_threshold": angles[layer] > MIN_ANGLE_DEGREES}
 
 
-def _criterion(key: str, per_seed: Dict[str, dict], passed: List[bool], missing: List[str]) -> dict:
-    text, passes_when = CRITERIA[key]
+def _smoother_on_average(smoother: Dict[str, dict]) -> Dict[str, dict]:
+    """(c): each model's roughness from layer 1, averaged over the seeds in `smoother`."""
+    numbers = {}
+    for metric in METRICS:
+        mean = {strategy: float(sum(seed[metric][strategy] for seed in smoother.values())
+                                / len(smoother)) for strategy in STRATEGIES}
+        numbers[metric] = dict(mean, all_shared_smoother=mean[ALL_SHARED] < mean[NOT_SHARED])
+    return {"mean": numbers} if smoother else {}
+
+
+def _criterion(key: str, per_seed: Dict[str, dict], passed: List[bool], missing: List[str],
+               criteria: Dict[str, tuple] = CRITERIA) -> dict:
+    text, passes_when = criteria[key]
     entry = {"criterion": text, "passes_when": passes_when}
     if missing:
         entry.update(status="not yet judged", passes=None, missing=missing,
@@ -164,25 +195,34 @@ def _criterion(key: str, per_seed: Dict[str, dict], passed: List[bool], missing:
     return entry
 
 
-def judge(runs: Dict[Tuple[str, int], dict]) -> dict:
-    """Criteria (a) and (b) as written before the runs, with every number they rest on;
-    provisional where runs are missing."""
+def judge(runs: Dict[Tuple[str, int], dict], from_layer: int = 0) -> dict:
+    """Criteria (a) and (b) as written before the runs (from_layer 1: the 12-layer
+    pre-registration's (a), (b) and (c)), with every number they rest on; provisional where
+    runs are missing."""
+    texts = CRITERIA_FROM_LAYER_1 if from_layer else CRITERIA
     missing = [run_label(strategy, seed) for seed in SEEDS for strategy in STRATEGIES
                if (strategy, seed) not in runs]
     pairs = [seed for seed in SEEDS if all((strategy, seed) in runs for strategy in STRATEGIES)]
-    smoother = {str(seed): _smoother(runs, seed) for seed in pairs}
+    smoother = {str(seed): _smoother(runs, seed, from_layer) for seed in pairs}
     vanishing = {str(seed): _not_vanishing(runs[ALL_SHARED, seed]) for seed in SEEDS
                  if (ALL_SHARED, seed) in runs}
     criteria = {
         "a": _criterion("a", smoother, [numbers[metric]["all_shared_smoother"]
                                         for numbers in smoother.values() for metric in METRICS],
-                        missing),
+                        missing, texts),
         "b": _criterion("b", vanishing, [numbers["above_threshold"]
-                                         for numbers in vanishing.values()], missing),
+                                         for numbers in vanishing.values()], missing, texts),
     }
+    if from_layer:
+        average = _smoother_on_average(smoother)
+        criteria["c"] = _criterion("c", average, [numbers["all_shared_smoother"] for numbers
+                                                  in average.get("mean", {}).values()],
+                                   missing, texts)
     any_run = next(iter(runs.values()))
+    extra = {"from_layer": from_layer} if from_layer else {}
     return {
         "figure": 1,
+        **extra,
         "seeds": list(SEEDS),
         "complete": not missing,
         "missing_runs": missing,
@@ -207,8 +247,8 @@ def _criterion_numbers(key: str, entry: dict) -> str:
         return "no number until a seed's runs are in"
     parts = []
     for seed, numbers in seeds.items():
-        if key == "a":
-            parts.append(f"seed {seed}: " + ", ".join(
+        if key in ("a", "c"):
+            parts.append(f"{'seed ' if key == 'a' else ''}{seed}: " + ", ".join(
                 f"{SHORT_NAMES[metric]} {numbers[metric][ALL_SHARED]:.3f} vs "
                 f"{numbers[metric][NOT_SHARED]:.3f}"
                 f"{'' if numbers[metric]['all_shared_smoother'] else ' (not smoother)'}"
@@ -225,8 +265,10 @@ def format_markdown(result: dict) -> str:
              f"{', '.join(map(str, result['seeds']))}, not-shared and all-shared each; every "
              f"number a mean over the real tokens of the same text (sha256 "
              f"{result['input_sha256'][:12]}…). (a) compares roughness, the sum over layers "
-             "l ≥ 1 of |value(l) − value(l − 1)| (all-shared vs not-shared); (b) all-shared's "
-             "smallest angle.", ""]
+             f"l ≥ {result.get('from_layer', 0) + 1} of |value(l) − value(l − 1)| (all-shared "
+             "vs not-shared); (b) all-shared's smallest angle"
+             + ("; (c) (a)'s roughness averaged over seeds." if result.get("from_layer")
+                else "."), ""]
     if result["missing_runs"]:
         lines += [f"**Partial**: {len(result['missing_runs'])} pre-registered runs are not in "
                   f"yet: {'; '.join(result['missing_runs'])}. The criteria are not yet judged; "
@@ -281,7 +323,7 @@ def judge_command(args) -> int:
     plot (replacing those of a partial judgement)."""
     check_outputs(args.output, args.plot)
     runs = read_runs(args.figure_dir, [args.output, markdown_path(args.output), args.plot])
-    result = judge(runs)
+    result = judge(runs, getattr(args, "from_layer", 0) or 0)
     written = write(result, args.output, args.plot)
     sys.stdout.write(format_markdown(result))
     for path in written:
