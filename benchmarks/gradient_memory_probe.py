@@ -2,6 +2,7 @@
 
     python benchmarks/gradient_memory_probe.py --size=large --mode=all        # every gradient
     python benchmarks/gradient_memory_probe.py --size=large --mode=embeddings # no layer-weight one
+    python benchmarks/gradient_memory_probe.py --size=large --mode=all --unrolled  # as before
 
 One process per measurement (peak resident memory only grows): builds the paper's model of
 `--size` (all-shared, E=128, no dropout), then runs forward and backward twice in one
@@ -37,6 +38,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="large", choices=("base", "large", "xlarge", "xxlarge"))
     parser.add_argument("--mode", default="all", choices=("all", "embeddings"))
+    parser.add_argument("--unrolled", action="store_true",
+                        help="unroll the shared block's applications (the encoder's "
+                             "loop_shared_applications = False), as before the training loop")
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--seq_length", type=int, default=64)
     args = parser.parse_args()
@@ -44,6 +48,9 @@ def main() -> None:
     config = dataclasses.replace(albert_config(args.size, 128), hidden_dropout_prob=0.0,
                                  attention_probs_dropout_prob=0.0)
     model = build_model(config, "pretraining")
+    for layer in model._flatten_layers():
+        if hasattr(layer, "loop_shared_applications"):
+            layer.loop_shared_applications = not args.unrolled
     batch = {name: tf.constant(value) for name, value in
              synthetic_batch(config, args.batch_size, args.seq_length, 10).items()}
     wanted = model.trainable_variables
@@ -68,7 +75,7 @@ def main() -> None:
         found[0].numpy()
         del found
     print(json.dumps({
-        "size": args.size, "mode": args.mode, "layers": config.num_hidden_layers,
+        "size": args.size, "mode": args.mode, "unrolled": args.unrolled, "layers": config.num_hidden_layers,
         "batch": [args.batch_size, args.seq_length],
         "one_layer_gradient_gib": round(layer_parameters * 4 / GIB, 3),
         "peak_before_gib": round(before, 2), "peak_after_gib": round(peak_gib(), 2),

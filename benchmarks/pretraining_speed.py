@@ -221,6 +221,11 @@ def main():
     parser.add_argument("--steps", type=int, default=5, help="steps per timed call")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per process")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--variants", default="ours,ours+xla,model_garden,model_garden+xla,hf",
+                        help="which to run, comma-separated (the largest models: ours,hf)")
+    parser.add_argument("--baseline_repo", default=None,
+                        help="also run ours from this checkout (a worktree of an earlier "
+                             "commit) as 'ours@baseline': before and after a change, one run")
     parser.add_argument("--impl", choices=("ours", "model_garden", "hf"), default=None,
                         help=argparse.SUPPRESS)
     parser.add_argument("--jit", type=int, default=0, help=argparse.SUPPRESS)
@@ -236,6 +241,16 @@ def main():
                 "model_garden": base + ["--impl=model_garden", "--jit=0"],
                 "model_garden+xla": base + ["--impl=model_garden", "--jit=1"],
                 "hf": base + ["--impl=hf"]}
+    if args.baseline_repo:
+        baseline_script = os.path.join(os.path.abspath(args.baseline_repo), "benchmarks",
+                                       os.path.basename(__file__))
+        variants["ours@baseline"] = [sys.executable, baseline_script, *base[2:],
+                                     "--impl=ours", "--jit=0"]
+    wanted = args.variants.split(",") + (["ours@baseline"] if args.baseline_repo else [])
+    unknown = sorted(set(wanted) - set(variants))
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(unknown)}")
+    variants = {name: command for name, command in variants.items() if name in wanted}
     results = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, command in variants.items():
@@ -246,12 +261,20 @@ def main():
         summary[name] = {"steps_per_second": 1 / seconds, "ms_per_step": seconds * 1000,
                          "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
     def best(prefix):
-        return max(v["steps_per_second"] for k, v in summary.items() if k.startswith(prefix))
+        found = [v["steps_per_second"] for k, v in summary.items()
+                 if k.startswith(prefix) and k != "ours@baseline"]
+        return max(found) if found else None
 
     report = {"config": args.config, "batch_size": args.batch_size, "seq_length": args.seq_length,
-              "predictions": args.predictions, "results": summary,
-              "ours_best_vs_model_garden_best": best("ours") / best("model_garden"),
-              "ours_best_vs_hf": best("ours") / summary["hf"]["steps_per_second"]}
+              "predictions": args.predictions, "results": summary}
+    if best("ours") and best("model_garden"):
+        report["ours_best_vs_model_garden_best"] = best("ours") / best("model_garden")
+    if best("ours") and "hf" in summary:
+        report["ours_best_vs_hf"] = best("ours") / summary["hf"]["steps_per_second"]
+    if best("ours") and "hf" in summary:
+        report["ours_peak_vs_hf_peak"] = (min(v["peak_rss_mib"] for k, v in summary.items()
+                                              if k.startswith("ours") and k != "ours@baseline")
+                                          / summary["hf"]["peak_rss_mib"])
     print(json.dumps(report, indent=2))
 
 

@@ -55,6 +55,14 @@ class AlbertEncoder(ConfiguredModel):
     The dropout masks are functions of the example seeds, so the recomputed
     pass is the stored one exactly and the gradients do not change.
 
+    Training memory of shared blocks: when one attention block and one FFN block run every
+    application (all-shared, one group of one inner group), a training call runs them in a
+    `tf.while_loop`. Its backward pass adds each application's weight gradient into one
+    running sum, where the unrolled graph makes one partial gradient per application and sums
+    them at the end, with several alive at once (each one the shared block's size). The
+    arithmetic is the same; only the order of that sum's additions differs (float rounding).
+    `loop_shared_applications = False` unrolls, as inference calls always do.
+
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
 
@@ -120,6 +128,7 @@ class AlbertEncoder(ConfiguredModel):
             name="pooler")
         self.uses_dropout = max(config.hidden_dropout_prob, config.attention_probs_dropout_prob) > 0
         self.rematerialize = False
+        self.loop_shared_applications = True
         # Only for training calls that bring no seeds of their own.
         self.seed_generator = (keras.random.SeedGenerator()
                                if self.uses_dropout else None)
@@ -174,8 +183,11 @@ class AlbertEncoder(ConfiguredModel):
 
         encoder_outputs = []
         last = len(self._schedule) - 1
+        if self._runs_in_loop(training):
+            hidden_states, encoder_outputs = self._apply_in_loop(hidden_states, apply_block)
         # Shared blocks run several times: each application gets its own sites.
-        for application, (attention_index, ffn_index) in enumerate(self._schedule):
+        for application, (attention_index, ffn_index) in enumerate(
+                [] if encoder_outputs else self._schedule):
             if self.rematerialize and training:
                 hidden_states = keras.remat(functools.partial(
                     apply_block, application=application, attention_index=attention_index,
@@ -199,6 +211,30 @@ class AlbertEncoder(ConfiguredModel):
         if with_embedding_output:
             outputs["embedding_output"] = embedding_output
         return outputs
+
+    def _runs_in_loop(self, training) -> bool:
+        """Whether this call runs its block applications in a while loop (see the class)."""
+        return (bool(training) and self.loop_shared_applications and not self.rematerialize
+                and len(self._schedule) > 1 and len(set(self._schedule)) == 1
+                and keras.backend.backend() == "tensorflow")
+
+    def _apply_in_loop(self, hidden_states, apply_block):
+        """Every application of the one shared block pair in a tf.while_loop; returns the last
+        output and the list of every application's output."""
+        import tensorflow as tf  # the loop is TensorFlow's (see `_runs_in_loop`)
+
+        count = len(self._schedule)
+        attention_index, ffn_index = self._schedule[0]
+        outputs = tf.TensorArray(hidden_states.dtype, size=count, element_shape=hidden_states.shape)
+
+        def body(application, states, outputs):
+            states = apply_block(states, application, attention_index, ffn_index)
+            return application + 1, states, outputs.write(application, states)
+
+        _, hidden_states, outputs = tf.while_loop(
+            lambda application, *_: application < count, body,
+            (tf.constant(0), hidden_states, outputs), maximum_iterations=count)
+        return hidden_states, tf.unstack(outputs.stack(), num=count)
 
     def dropout_seeds(self, inputs, training):
         """Per-example seeds for this call's dropout: the input's, or drawn; None without dropout."""
