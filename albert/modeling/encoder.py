@@ -15,6 +15,11 @@ from albert.modeling.feed_forward import AlbertFeedForward
 from albert.modeling.sharing import sharing_plan
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+# A training call loops over the shared block's applications when the partial gradients the
+# unrolled graph would form beside the summed one (the block's float32 size times layers − 1)
+# reach this: ALBERT-xlarge (4.6 GB) and xxlarge (8.9 GB) loop; base (0.3 GB), large (1.2 GB)
+# and the small models of the paper's CPU-scale tables do not.
+LOOP_FROM_PARTIAL_GRADIENT_BYTES = 2 * 2**30
 __all__ = ["AlbertEncoder", "DROPOUT_SEEDS", "INPUT_KEYS"]
 
 
@@ -61,7 +66,9 @@ class AlbertEncoder(ConfiguredModel):
     running sum, where the unrolled graph makes one partial gradient per application and sums
     them at the end, with several alive at once (each one the shared block's size). The
     arithmetic is the same; only the order of that sum's additions differs (float rounding).
-    `loop_shared_applications = False` unrolls, as inference calls always do.
+    It does so where those partial gradients would be large (`LOOP_FROM_PARTIAL_GRADIENT_BYTES`;
+    ALBERT-xlarge and xxlarge); `loop_shared_applications = False` always unrolls, as inference
+    calls do.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -213,10 +220,17 @@ class AlbertEncoder(ConfiguredModel):
         return outputs
 
     def _runs_in_loop(self, training) -> bool:
-        """Whether this call runs its block applications in a while loop (see the class)."""
-        return (bool(training) and self.loop_shared_applications and not self.rematerialize
+        """Whether this call runs its block applications in a while loop (see the class): only
+        where the partial gradients it avoids are large. At small widths the loop's own cost
+        shows (the demo's model: 1.22x slower a step); at xxlarge it saves 6 GiB and is faster."""
+        if not (training and self.loop_shared_applications and not self.rematerialize
                 and len(self._schedule) > 1 and len(set(self._schedule)) == 1
-                and keras.backend.backend() == "tensorflow")
+                and keras.backend.backend() == "tensorflow"):
+            return False
+        attention_index, ffn_index = self._schedule[0]
+        block = (self.attention_blocks[attention_index].count_params()
+                 + self.ffn_blocks[ffn_index].count_params())
+        return block * 4 * (len(self._schedule) - 1) >= LOOP_FROM_PARTIAL_GRADIENT_BYTES
 
     def _apply_in_loop(self, hidden_states, apply_block):
         """Every application of the one shared block pair in a tf.while_loop; returns the last

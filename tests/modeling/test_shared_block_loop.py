@@ -1,0 +1,59 @@
+"""All-shared training in a while loop (one running sum of the shared block's gradient): the same
+losses and gradients as the unrolled graph, dropout on; used only where it saves memory."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert.checkpoints.keras_format import build_model
+from albert.modeling import encoder as encoder_module
+from albert.training.synthetic_batch import synthetic_batch
+from conftest import tiny_config
+
+
+def _encoder(model):
+    return next(layer for layer in model._flatten_layers()
+                if isinstance(layer, encoder_module.AlbertEncoder))
+
+
+def _loss_and_gradients(model, batch):
+    @tf.function
+    def step(features):
+        with tf.GradientTape() as tape:
+            outputs = model(features, training=True)
+            loss = (tf.reduce_sum(tf.square(outputs["mlm_logits"]))
+                    + tf.reduce_sum(outputs["sentence_order_logits"]))
+        return loss, tape.gradient(loss, model.trainable_variables)
+    return step(batch)
+
+
+def test_the_loop_gives_the_unrolled_losses_and_gradients(monkeypatch):
+    monkeypatch.setattr(encoder_module, "LOOP_FROM_PARTIAL_GRADIENT_BYTES", 0)
+    config = tiny_config(num_hidden_layers=4, num_hidden_groups=1, hidden_dropout_prob=0.1,
+                         attention_probs_dropout_prob=0.1)
+    model = build_model(config, "pretraining")
+    batch = {name: tf.constant(value) for name, value in synthetic_batch(config, 4, 32, 5).items()}
+    encoder = _encoder(model)
+    looped = []
+    monkeypatch.setattr(encoder, "_apply_in_loop", lambda *args, _real=encoder._apply_in_loop:
+                        looped.append(1) or _real(*args))
+    encoder.loop_shared_applications = False
+    loss, unrolled = _loss_and_gradients(model, batch)
+    assert not looped
+    encoder.loop_shared_applications = True
+    loop_loss, in_loop = _loss_and_gradients(model, batch)
+    assert looped
+    assert float(loop_loss) == pytest.approx(float(loss), rel=1e-6)
+    for variable, expected, found in zip(model.trainable_variables, unrolled, in_loop):
+        # The key bias's gradient is 0 in exact arithmetic (softmax ignores a per-query
+        # constant): both are rounding noise, compared on the scale of the largest gradient.
+        scale = max(float(tf.reduce_max(tf.abs(g))) for g in unrolled)
+        np.testing.assert_allclose(found, expected, rtol=1e-4, atol=1e-6 * scale,
+                                   err_msg=variable.path)
+
+
+def test_small_models_stay_unrolled():
+    config = tiny_config(num_hidden_layers=4, num_hidden_groups=1)
+    encoder = _encoder(build_model(config, "pretraining"))
+    assert not encoder._runs_in_loop(training=True)
+    assert not encoder._runs_in_loop(training=False)
