@@ -21,12 +21,18 @@ float32 precision; no dropout (the v2 configs).
 
 Each implementation runs in its own process, so peak RSS (sampled every
 50 ms) is its own; processes alternate over `--rounds` rounds and the
-median steps/s is reported.
+median steps/s is reported. The weights and the batch are made once, by this
+parent process, and written to a temporary directory; a measured process
+reads only what its implementation needs (ours and Model Garden: the weights
+as numpy arrays, dropped once assigned; Hugging Face: its own safetensors
+checkpoint, without importing TensorFlow), so no process's peak carries
+another implementation's model or libraries.
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,7 +43,12 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+# A measured process of 'ours@baseline' imports albert from the baseline checkout.
+ALBERT_REPO = next((arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("--albert_repo=")),
+                   REPO)
+sys.path.insert(0, os.path.abspath(ALBERT_REPO))
+if "--impl=hf" in sys.argv:  # Hugging Face's process does not load TensorFlow
+    os.environ["ALBERT_LIGHTWEIGHT_IMPORT"] = "1"
 
 
 def run_ours(args, config, weights, batch):
@@ -61,7 +72,7 @@ def run_ours(args, config, weights, batch):
                                        gradients_summed_by_caller=True),
                       variable_names_for)
     model, optimizer = trainer.build()
-    assign_model_weights(model, weights)
+    assign_model_weights(model, weights())
     # The same batch every step, through the loop's distributed input path.
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(batch).repeat())
@@ -86,7 +97,7 @@ def run_model_garden(args, config, weights, batch):
     from albert.checkpoints.model_garden import assign_to_model_garden, build_model_garden_encoder
 
     encoder = build_model_garden_encoder(config)
-    assign_to_model_garden(encoder, weights, config)
+    assign_to_model_garden(encoder, weights(), config)
     initializer = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
     pretrainer = models.BertPretrainerV2(
         encoder_network=encoder, mlm_activation=tf_utils.get_activation(config.activation),
@@ -135,11 +146,8 @@ def run_hf(args, config, weights, batch):
     import torch
     import transformers
 
-    from albert.checkpoints import write_checkpoint
-
-    directory = tempfile.mkdtemp()
-    write_checkpoint(weights, config, directory, "hf")
-    model = transformers.AlbertForPreTraining.from_pretrained(directory, attn_implementation="sdpa")
+    model = transformers.AlbertForPreTraining.from_pretrained(
+        os.path.join(args.weights_dir, "hf"), attn_implementation="sdpa")
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.tensor(batch["input_word_ids"], dtype=torch.long)
@@ -172,9 +180,29 @@ def run_hf(args, config, weights, batch):
 
 def measure(args):
     """One implementation, in this process; prints a JSON line."""
-    import keras
+    import numpy as np
 
-    from albert.checkpoints import model_weights
+    from albert.config import AlbertConfig
+
+    config = AlbertConfig.from_json_file(args.config)
+    with np.load(os.path.join(args.weights_dir, "batch.npz")) as saved:
+        batch = dict(saved)
+
+    def weights():  # read when assigned; the arrays go once the caller drops them
+        with np.load(os.path.join(args.weights_dir, "weights.npz")) as saved:
+            return dict(saved)
+
+    runner = {"ours": run_ours, "model_garden": run_model_garden, "hf": run_hf}[args.impl]
+    timings = runner(args, config, weights, batch)
+    print(json.dumps({"seconds_per_step": statistics.median(timings)}))
+
+
+def write_inputs(args, directory):
+    """The weights (numpy, and as a Hugging Face checkpoint) and the batch every process uses."""
+    import keras
+    import numpy as np
+
+    from albert.checkpoints import model_weights, write_checkpoint
     from albert.config import AlbertConfig
     from albert.modeling import AlbertPretrainer
     from albert.training.synthetic_batch import synthetic_batch
@@ -182,10 +210,10 @@ def measure(args):
     keras.utils.set_random_seed(0)
     config = AlbertConfig.from_json_file(args.config)
     weights = model_weights(AlbertPretrainer(config))
-    batch = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
-    runner = {"ours": run_ours, "model_garden": run_model_garden, "hf": run_hf}[args.impl]
-    timings = runner(args, config, weights, batch)
-    print(json.dumps({"seconds_per_step": statistics.median(timings)}))
+    np.savez(os.path.join(directory, "weights.npz"), **weights)
+    write_checkpoint(weights, config, os.path.join(directory, "hf"), "hf")
+    np.savez(os.path.join(directory, "batch.npz"),
+             **synthetic_batch(config, args.batch_size, args.seq_length, args.predictions))
 
 
 def run_process(command):
@@ -228,24 +256,35 @@ def main():
                              "commit) as 'ours@baseline': before and after a change, one run")
     parser.add_argument("--impl", choices=("ours", "model_garden", "hf"), default=None,
                         help=argparse.SUPPRESS)
+    parser.add_argument("--weights_dir", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--albert_repo", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--jit", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.impl:
         measure(args)
         return
 
+    inputs = tempfile.mkdtemp(prefix="pretraining_speed_")
+    try:
+        measure_all(args, parser, inputs)
+    finally:
+        shutil.rmtree(inputs)
+
+
+def measure_all(args, parser, inputs):
+    write_inputs(args, inputs)
     base = [sys.executable, os.path.abspath(__file__), f"--config={args.config}",
             f"--batch_size={args.batch_size}", f"--seq_length={args.seq_length}",
-            f"--predictions={args.predictions}", f"--steps={args.steps}", f"--repeats={args.repeats}"]
+            f"--predictions={args.predictions}", f"--steps={args.steps}", f"--repeats={args.repeats}",
+            f"--weights_dir={inputs}"]
     variants = {"ours": base + ["--impl=ours", "--jit=0"], "ours+xla": base + ["--impl=ours", "--jit=1"],
                 "model_garden": base + ["--impl=model_garden", "--jit=0"],
                 "model_garden+xla": base + ["--impl=model_garden", "--jit=1"],
                 "hf": base + ["--impl=hf"]}
     if args.baseline_repo:
-        baseline_script = os.path.join(os.path.abspath(args.baseline_repo), "benchmarks",
-                                       os.path.basename(__file__))
-        variants["ours@baseline"] = [sys.executable, baseline_script, *base[2:],
-                                     "--impl=ours", "--jit=0"]
+        # This harness, with albert imported from the baseline checkout.
+        variants["ours@baseline"] = base + ["--impl=ours", "--jit=0",
+                                            f"--albert_repo={os.path.abspath(args.baseline_repo)}"]
     wanted = args.variants.split(",") + (["ours@baseline"] if args.baseline_repo else [])
     unknown = sorted(set(wanted) - set(variants))
     if unknown:

@@ -2,7 +2,7 @@
 
 import keras
 
-from albert.modeling.activations import get_activation
+from albert.modeling.activations import get_activation, get_training_activation
 from albert.modeling.dropout import SeededDropout
 
 
@@ -32,6 +32,7 @@ class AlbertFeedForward(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self._activation_fn = get_activation(activation)
+        self._training_activation_fn = get_training_activation(activation)
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.intermediate = keras.layers.Dense(
@@ -52,7 +53,9 @@ class AlbertFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, training=False, dropout_seeds=None):
-        intermediate = self._activation_fn(self.intermediate(hidden_states))
+        # Training keeps only the activation's input for the backward pass.
+        activation = self._training_activation_fn if training else self._activation_fn
+        intermediate = activation(self.intermediate(hidden_states))
         output = self.dropout(self.output_dense(intermediate), seeds=dropout_seeds,
                               training=training)
         return self.layer_norm(output + hidden_states)

@@ -101,6 +101,16 @@ def clip_by_global_norm(gradients, clip_norm):
     return [g * ops.cast(scale, g.dtype) for g in gradients]
 
 
+def clip_scale_tf(gradients, clip_norm):
+    """`clip_by_global_norm`'s scale, clip / max(norm, clip), in TensorFlow without a
+    temporary the size of a gradient: the norm comes from `tf.nn.l2_loss` (sum of
+    squares / 2, reduced in one kernel), as `tf.clip_by_global_norm`'s own norm does."""
+    import tensorflow as tf
+
+    norm = tf.sqrt(2.0 * tf.add_n([tf.cast(tf.nn.l2_loss(g), tf.float32) for g in gradients]))
+    return clip_norm / tf.maximum(norm, clip_norm)
+
+
 class _AlbertOptimizer(keras.optimizers.Optimizer):
     """Shared state of ALBERT's AdamW and LAMB: slots m, v, exclusions, clipping."""
 
@@ -184,10 +194,44 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         reduced = list(zip(grads, variables))
         if not self.gradients_summed_by_caller:
             reduced = self._all_reduce_sum_gradients(reduced)
-        clipped = clip_by_global_norm([g for g, _ in reduced], self.clip_norm)
+        # The clip's scale only: each gradient is multiplied by it inside its own
+        # variable's update, so no clipped copy of every gradient is ever held.
+        scale = clip_scale_tf([g for g, _ in reduced], self.clip_norm)
         tf.__internal__.distribute.interim.maybe_merge_call(
-            self._distributed_tf_update_step, self._distribution_strategy,
-            list(zip(clipped, variables)), learning_rate)
+            self._distributed_tf_update_step, self._distribution_strategy, reduced,
+            learning_rate, scale)
+
+    def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate,
+                                    gradient_scale=None):
+        """Each variable's update after the previous one's (TensorFlow graphs).
+
+        Unordered, the graph executor runs the updates' elementwise steps
+        breadth first: the first temporary of every variable, then the second
+        of every variable, and so on, so the moments' and the trust ratio's
+        temporaries of all variables are alive together (about four copies of
+        the model at once). One variable at a time holds one variable's
+        temporaries. Under XLA the order costs nothing: the compiler fuses each
+        update into a few loops.
+        """
+        import tensorflow as tf
+
+        def update(variable, gradient, learning_rate, gradient_scale):
+            if gradient_scale is not None:
+                gradient = gradient * tf.cast(gradient_scale, gradient.dtype)
+            self.update_step(gradient, variable, learning_rate)
+            # Read after the update (tf.function orders a variable's ops as
+            # written): the next variable's update waits for this read.
+            return variable.read_value()
+
+        done = []
+        for gradient, variable in grads_and_vars:
+            with tf.control_dependencies(done):
+                finished = distribution.extended.update(
+                    variable, update, args=(gradient, learning_rate, gradient_scale),
+                    group=False)
+            if not tf.executing_eagerly():  # eagerly, each update has run already
+                done = [value.op for value in tf.nest.flatten(
+                    distribution.experimental_local_results(finished))]
 
     def _update_direction(self, gradient, variable):
         """m, v updated in place; returns u (with weight decay) for the variable."""

@@ -135,3 +135,55 @@ def test_adamw_converges_like_the_original_test():
             loss = tf.reduce_mean(tf.square(w.value - target))
         optimizer.apply([tape.gradient(loss, w.value)], [w])
     np.testing.assert_allclose(w.numpy(), target, atol=1e-2)
+
+
+def _ancestors(op):
+    """Every op `op` waits for, through its inputs and its control inputs."""
+    seen, stack = set(), [op]
+    while stack:
+        current = stack.pop()
+        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
+@pytest.mark.parametrize("optimizer_class", [AlbertAdamW, AlbertLamb])
+def test_in_a_graph_each_variable_is_updated_after_the_previous_one(optimizer_class):
+    """Unordered, TensorFlow's executor runs the updates' elementwise steps breadth first and
+    holds every variable's temporaries at once; chained, it holds one variable's. The chain
+    must not change the numbers: the graph's update equals the eager one."""
+    rng = np.random.default_rng(0)
+    shapes = [(6, 5), (5,), (4, 3, 2)]
+    initial = [rng.normal(size=shape).astype("float32") for shape in shapes]
+    gradients = [tf.constant(rng.normal(size=shape).astype("float32")) for shape in shapes]
+    results = []
+    for mode in ("eager", "graph"):
+        variables = [keras.Variable(value, name=f"w{index}") for index, value in enumerate(initial)]
+        optimizer = optimizer_class(learning_rate=0.01)
+        optimizer.build(variables)
+        apply = lambda: optimizer.apply(gradients, variables)  # noqa: E731
+        if mode == "graph":
+            function = tf.function(apply)
+            graph = function.get_concrete_function().graph
+            function()
+        else:
+            apply()
+        results.append([variable.numpy() for variable in variables])
+    inside = {id(external): internal for external, internal in graph.captures}
+
+    def handle_ops(variable, op_type):
+        internal = inside[id(variable.value.handle)]
+        return [op for op in graph.get_operations()
+                if op.type == op_type and any(t is internal for t in op.inputs)]
+
+    for previous, following in zip(variables, variables[1:]):
+        update = handle_ops(previous, "AssignSubVariableOp")
+        assert update, "no update of the variable in the graph"
+        momentum, _ = optimizer.slots(following)
+        for read in handle_ops(momentum, "ReadVariableOp"):
+            assert set(update) <= _ancestors(read), (
+                f"{following.name}'s update may start before {previous.name}'s has ended")
+    for eager, graph_value in zip(*results):
+        np.testing.assert_allclose(graph_value, eager, rtol=0, atol=1e-7)
