@@ -18,7 +18,6 @@ import os
 from typing import List
 
 from albert import io
-from albert.errors import InputError
 from albert.evaluation.document_bootstrap import RESAMPLES
 from albert.paper import difference_criteria as shared
 from albert.paper.difference_criteria import Difference
@@ -153,26 +152,13 @@ def format_markdown(result: dict) -> str:
 
 
 def plot(result: dict, path: str) -> None:
-    plt = shared.pyplot()
-    entries = result["differences"]
-    figure, axes = plt.subplots(figsize=(10, 0.42 * len(entries) + 1.6))
-    shared.draw_differences(axes, entries)
-    title = f"Table 11, step {result['final_step']:,}, {shared.seeds_text(result['seeds'])} per depth"
-    if result["missing_runs"]:
-        title += f"\npartial: {len(result['missing_runs'])} runs missing"
-    axes.set_title(title, fontsize=9)
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    shared.save_figure(plt, figure, path)
+    shared.plot_differences(
+        result, path,
+        f"Table 11, step {result['final_step']:,}, {shared.seeds_text(result['seeds'])} per depth")
 
 
 def judge_command(args) -> int:
     """`python -m albert.paper criteria --table=11`: --seeds (default 3) per depth,
     --final_step (default 6000)."""
-    shared.refuse_flags(args, "Table 11")
-    seeds = SEEDS if args.seeds is None else args.seeds
-    final_step = FINAL_STEP if args.final_step is None else args.final_step
-    if seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {seeds}")
-    return shared.judge_and_write(
-        args, lambda: Runs(os.path.abspath(args.output_dir), seeds, final_step), judge,
-        format_markdown, plot)
+    return shared.seeded_judge_command(args, "Table 11", SEEDS, FINAL_STEP, Runs, judge,
+                                       format_markdown, plot)

@@ -386,6 +386,19 @@ def draw_differences(axes, entries: List[dict]) -> None:
                     "interval", fontsize=8)
 
 
+def plot_differences(result: dict, path: str, title: str) -> None:
+    """One panel: every difference with its interval and each seed's (draw_differences)."""
+    plt = pyplot()
+    entries = result["differences"]
+    figure, axes = plt.subplots(figsize=(10, 0.42 * len(entries) + 1.6))
+    draw_differences(axes, entries)
+    if result["missing_runs"]:
+        title += f"\npartial: {len(result['missing_runs'])} runs missing"
+    axes.set_title(title, fontsize=9)
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    save_figure(plt, figure, path)
+
+
 def save_figure(plt, figure, path: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -450,3 +463,22 @@ def judge_and_write(args, runs: Callable[[], Runs], judge: Callable[[Runs, int],
     for path in written:
         print(f"Wrote {path}")
     return 0
+
+
+def seeded_judge_command(args, table: str, seeds: int, final_step: int, runs_class,
+                         judge: Callable[[Runs, int], dict],
+                         format_markdown: Callable[[dict], str],
+                         plot: Callable[[dict, str], None],
+                         check_final_step: Optional[Callable[[int], None]] = None) -> int:
+    """The `criteria` command of a judge over `runs_class(output_dir, seeds, final_step)`:
+    --seeds and --final_step default to the pre-registration's `seeds` and `final_step`."""
+    refuse_flags(args, table)
+    seeds = seeds if args.seeds is None else args.seeds
+    final_step = final_step if args.final_step is None else args.final_step
+    if seeds < 1:
+        raise InputError(f"--seeds must be at least 1, got {seeds}")
+    if check_final_step:
+        check_final_step(final_step)
+    return judge_and_write(
+        args, lambda: runs_class(os.path.abspath(args.output_dir), seeds, final_step), judge,
+        format_markdown, plot)

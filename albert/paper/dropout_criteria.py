@@ -286,17 +286,14 @@ def plot(result: dict, path: str) -> None:
     shared.save_figure(plt, figure, path)
 
 
-def judge_command(args) -> int:
-    """`python -m albert.paper criteria --table=8`: --seeds (default 3) per cell, --final_step
-    (default 6000) the runs' last step."""
-    shared.refuse_flags(args, "the dropout runs")
-    seeds = SEEDS if args.seeds is None else args.seeds
-    final_step = FINAL_STEP if args.final_step is None else args.final_step
-    if seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {seeds}")
+def _check_final_step(final_step: int) -> None:
     if final_step < FIRST_STEP:
         raise InputError(f"--final_step={final_step}: criterion (b) judges the evaluations from "
                          f"step {FIRST_STEP:,} on, so the runs must train beyond it")
-    return shared.judge_and_write(
-        args, lambda: Runs(os.path.abspath(args.output_dir), seeds, final_step), judge,
-        format_markdown, plot)
+
+
+def judge_command(args) -> int:
+    """`python -m albert.paper criteria --table=8`: --seeds (default 3) per cell, --final_step
+    (default 6000) the runs' last step."""
+    return shared.seeded_judge_command(args, "the dropout runs", SEEDS, FINAL_STEP, Runs, judge,
+                                       format_markdown, plot, _check_final_step)

@@ -16,12 +16,10 @@ bound above 0. (d) every seed's own difference has its pooled difference's sign,
 albert.paper.difference_criteria's (as Table 4's).
 """
 
-import os
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from albert.errors import InputError
 from albert.evaluation.document_bootstrap import RESAMPLES
 from albert.paper import difference_criteria as shared
 from albert.paper.difference_criteria import Difference
@@ -243,11 +241,5 @@ def plot(result: dict, path: str) -> None:
 def judge_command(args) -> int:
     """`python -m albert.paper criteria --table=3`: --seeds (default 2) is the E=64, 128 and
     256 cells' seed count, --final_step (default 6000) the runs' last step."""
-    shared.refuse_flags(args, "Table 3")
-    seeds = SEEDS if args.seeds is None else args.seeds
-    final_step = FINAL_STEP if args.final_step is None else args.final_step
-    if seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {seeds}")
-    return shared.judge_and_write(
-        args, lambda: Runs(os.path.abspath(args.output_dir), seeds, final_step), judge,
-        format_markdown, plot)
+    return shared.seeded_judge_command(args, "Table 3", SEEDS, FINAL_STEP, Runs, judge,
+                                       format_markdown, plot)

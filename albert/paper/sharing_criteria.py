@@ -162,18 +162,11 @@ def format_markdown(result: dict) -> str:
 
 def plot(result: dict, path: str) -> None:
     """Every difference with its interval and each seed's (shared.draw_differences)."""
-    plt = shared.pyplot()
-    entries = result["differences"]
-    figure, axes = plt.subplots(figsize=(10, 0.42 * len(entries) + 1.6))
-    shared.draw_differences(axes, entries)
     seeds = result["seeds"]
-    title = (f"Table 4, step {result['final_step']:,}, {shared.seeds_text(seeds[f'E={LARGE_E}'])} "
-             f"per E={LARGE_E} cell, {seeds[f'E={SMALL_E}']} per E={SMALL_E} cell")
-    if result["missing_runs"]:
-        title += f"\npartial: {len(result['missing_runs'])} runs missing"
-    axes.set_title(title, fontsize=9)
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    shared.save_figure(plt, figure, path)
+    shared.plot_differences(
+        result, path,
+        f"Table 4, step {result['final_step']:,}, {shared.seeds_text(seeds[f'E={LARGE_E}'])} "
+        f"per E={LARGE_E} cell, {seeds[f'E={SMALL_E}']} per E={SMALL_E} cell")
 
 
 def write(result: dict, output: str, plot_path: Optional[str]) -> List[str]:
