@@ -2,8 +2,9 @@
 
 import keras
 
-from albert.modeling.activations import get_activation, get_training_activation
+from albert.modeling.activations import get_activation
 from albert.modeling.dropout import SeededDropout
+from albert.modeling.recompute import keeping_only_input
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -32,7 +33,6 @@ class AlbertFeedForward(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self._activation_fn = get_activation(activation)
-        self._training_activation_fn = get_training_activation(activation)
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.intermediate = keras.layers.Dense(
@@ -53,8 +53,9 @@ class AlbertFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, training=False, dropout_seeds=None):
-        # Training keeps only the activation's input for the backward pass.
-        activation = self._training_activation_fn if training else self._activation_fn
+        # In training the GELU keeps only its input for the backward pass
+        # (albert.modeling.recompute).
+        activation = keeping_only_input(self._activation_fn, training)
         intermediate = activation(self.intermediate(hidden_states))
         output = self.dropout(self.output_dense(intermediate), seeds=dropout_seeds,
                               training=training)
