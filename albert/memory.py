@@ -39,9 +39,23 @@ application's full set is live while it is recomputed.
 
 Weights, gradients and LAMB's two slots are float32 (16 bytes per parameter),
 plus one float32 gradient sum when accumulating over micro-batches. The
-estimate leaves out the framework's own workspace and fragmentation, and
+device estimate leaves out the framework's own workspace and fragmentation, and
 plans fill at most `USABLE_FRACTION` of a device; docs/accelerators.md says
 how it compared with measured peaks.
+
+On a CPU the whole process's peak is what runs out (`MemoryEstimate.process_peak`,
+printed as "CPU process peak"): it adds what TensorFlow itself holds (its
+libraries, the traced step, the allocator's free lists: `CPU_RUNTIME_BYTES`),
+scales the activations by `CPU_ACTIVATION_FACTOR` for the intermediates
+TensorFlow's unfused CPU kernels keep beyond the count above, adds what glibc's
+heaps keep of freed blocks (`CPU_HEAP_RETENTION` times the weight matrices of
+32 MiB or less: BERT-large's are, xxlarge's are not), and takes the optimizer
+update's temporaries (`CPU_UPDATE_COPIES` copies of the largest variable; the
+update runs one variable at a time) where they exceed the activations. The
+constants are fitted to the ten peaks of benchmarks/training_memory.py
+(docs/memory.md), so within 15 % of them by construction, not validated at
+other shapes; an accelerator's compiled step keeps what the Korthikanti count
+keeps, and its runtime lives on the host.
 """
 
 import dataclasses
@@ -67,6 +81,16 @@ VALIDATED_RATIO = (0.5, 1.5)
 USABLE_FRACTION = 0.6
 # Examples per micro-batch below which a device is starved (rematerialise rather than split).
 BUSY_MICRO_BATCH = 8
+# A CPU training process beside the counted tensors (docs/memory.md: fitted to the peaks of
+# benchmarks/training_memory.py, 2 cores, float32, batch 8 x 64).
+CPU_RUNTIME_BYTES = int(0.6 * GIB)
+CPU_ACTIVATION_FACTOR = 1.85
+CPU_UPDATE_COPIES = 4
+# glibc serves blocks up to 32 MiB from its heaps once its mmap threshold has risen, and keeps
+# them when freed: the heap holds about this many times the float32 bytes of the variables of
+# that size (their gradients, slots and update temporaries pass through it every step).
+CPU_HEAP_RETENTION = 4.2
+HEAP_BLOCK_LIMIT = 32 * 2 ** 20
 
 
 def define_flags() -> None:
@@ -91,6 +115,8 @@ class MemoryEstimate:
     optimizer_slots: int
     activations_per_example: int
     rematerialized_activations_per_example: int
+    largest_variable: int = 0
+    heap_variables: int = 0
 
     @property
     def fixed(self) -> int:
@@ -102,6 +128,17 @@ class MemoryEstimate:
                        else self.activations_per_example)
         accumulator = self.gradients if accumulation_steps > 1 else 0
         return self.fixed + accumulator + micro_batch * per_example
+
+    def process_peak(self, micro_batch: int, accumulation_steps: int = 1,
+                     rematerialize: bool = False) -> int:
+        """A CPU training process's peak resident memory (see the module docstring)."""
+        per_example = (self.rematerialized_activations_per_example if rematerialize
+                       else self.activations_per_example)
+        accumulator = self.gradients if accumulation_steps > 1 else 0
+        activations = CPU_ACTIVATION_FACTOR * micro_batch * per_example
+        update = CPU_UPDATE_COPIES * self.largest_variable
+        heap = CPU_HEAP_RETENTION * self.heap_variables
+        return int(CPU_RUNTIME_BYTES + self.fixed + accumulator + heap + max(activations, update))
 
 
 def estimate(config: AlbertConfig, seq_length: int, predictions: int,
@@ -126,7 +163,21 @@ def estimate(config: AlbertConfig, seq_length: int, predictions: int,
         optimizer_slots=8 * parameters,
         activations_per_example=sequences_per_example * (stored + applications * application),
         rematerialized_activations_per_example=sequences_per_example * (
-            stored + applications * element * s * h + application))
+            stored + applications * element * s * h + application),
+        largest_variable=4 * max(h * i, config.vocab_size * config.embedding_size),
+        heap_variables=_heap_variable_bytes(config))
+
+
+def _heap_variable_bytes(config: AlbertConfig) -> int:
+    """float32 bytes of the weight matrices small enough for glibc's heaps (HEAP_BLOCK_LIMIT):
+    each distinct layer's attention and feed-forward kernels, the embedding table, its
+    projection and the pooler."""
+    h, i, e = config.hidden_size, config.intermediate_size, config.embedding_size
+    distinct_layers = config.num_hidden_groups * config.inner_group_num
+    layer = [4 * size for size in [h * h] * 4 + [h * i] * 2 if 4 * size <= HEAP_BLOCK_LIMIT]
+    other = [4 * size for size in (config.vocab_size * e, e * h, h * h)
+             if 4 * size <= HEAP_BLOCK_LIMIT]
+    return distinct_layers * sum(layer) + sum(other)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +272,9 @@ def report(config: AlbertConfig, seq_length: int, predictions: int, global_batch
         f"per device            {per_replica} examples of the global {global_batch} "
         f"on {replicas} replica(s), {device_gib:g} GiB each "
         f"({USABLE_FRACTION:.0%} usable by the estimate)",
-        f"unsplit               {memory.total(per_replica) / GIB:8.1f} GiB",
+        f"unsplit               {memory.total(per_replica) / GIB:8.1f} GiB on an accelerator; "
+        f"as one CPU process {memory.process_peak(per_replica) / GIB:.1f} GiB (TensorFlow's "
+        f"runtime and unfused kernels' intermediates added)",
     ]
     if chosen.fits:
         lines.append(
