@@ -20,6 +20,6 @@ def keeping_only_input(function, training):
     function recomputed in the backward pass (TensorFlow backend; other backends: as is)."""
     if not training or keras.backend.backend() != "tensorflow":
         return function
-    import tensorflow as tf
+    import tensorflow as tf  # inside: the Keras backend may be another one
 
     return tf.recompute_grad(function)

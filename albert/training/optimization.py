@@ -105,7 +105,7 @@ def clip_scale_tf(gradients, clip_norm):
     """`clip_by_global_norm`'s scale, clip / max(norm, clip), in TensorFlow without a
     temporary the size of a gradient: the norm comes from `tf.nn.l2_loss` (sum of
     squares / 2, reduced in one kernel), as `tf.clip_by_global_norm`'s own norm does."""
-    import tensorflow as tf
+    import tensorflow as tf  # inside: only the TensorFlow backend takes this path
 
     norm = tf.sqrt(2.0 * tf.add_n([tf.cast(tf.nn.l2_loss(g), tf.float32) for g in gradients]))
     return clip_norm / tf.maximum(norm, clip_norm)
@@ -213,7 +213,7 @@ class _AlbertOptimizer(keras.optimizers.Optimizer):
         temporaries. Under XLA the order costs nothing: the compiler fuses each
         update into a few loops.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # inside: only the TensorFlow backend takes this path
 
         def update(variable, gradient, learning_rate, gradient_scale):
             if gradient_scale is not None:
