@@ -142,6 +142,21 @@ def run_model_garden(args, config, weights, batch):
     return timings
 
 
+def hf_training_step(model, optimizer, inputs):
+    """One Hugging Face training step as its examples run it: AdamW, clip_grad_norm_(1.0)."""
+    import torch
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(**inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return float(loss)
+
+    return step
+
+
 def run_hf(args, config, weights, batch):
     import torch
     import transformers
@@ -159,14 +174,7 @@ def run_hf(args, config, weights, batch):
                   labels=labels,
                   sentence_order_label=torch.tensor(batch["next_sentence_labels"][:, 0], dtype=torch.long))
 
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        return float(loss)
-
+    step = hf_training_step(model, optimizer, inputs)
     step()
     step()
     timings = []

@@ -103,14 +103,7 @@ def classify_hf(args, config, weights, batch):
                   token_type_ids=torch.tensor(features["input_type_ids"], dtype=torch.long),
                   labels=torch.tensor(features["label_ids"], dtype=torch.long))
 
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        return float(loss)
-
+    step = pretraining_speed.hf_training_step(model, optimizer, inputs)
     step()
     step()
     start = time.perf_counter()
