@@ -10,6 +10,14 @@ import os
 # features) bury the scripts' own output; users can still set their own level.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with
+# AVX-512 VNNI, bfloat16 or AMX. Elsewhere (AVX2 machines, most AMD ones) its
+# Eigen kernels run the float32 matrix products at about half oneDNN's speed
+# and a training step holds more memory (docs/memory.md, "CPU kernels").
+# Results differ from Eigen's by round-off only. It must be set before
+# TensorFlow is imported; TF_ENABLE_ONEDNN_OPTS=0 keeps Eigen's kernels.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
 from albert.config import AlbertConfig  # noqa: E402
 from albert.errors import AlbertError, CheckpointMismatchError, ConfigError, InputError  # noqa: E402
 

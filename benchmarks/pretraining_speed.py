@@ -42,6 +42,9 @@ import time
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The caller's choice of TensorFlow's CPU kernels, read before `import albert`
+# sets its default: 'ours@baseline' runs under it, as the baseline code would.
+CALLER_ONEDNN = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A measured process of 'ours@baseline' imports albert from the baseline checkout.
 ALBERT_REPO = next((arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("--albert_repo=")),
@@ -224,10 +227,20 @@ def write_inputs(args, directory):
              **synthetic_batch(config, args.batch_size, args.seq_length, args.predictions))
 
 
-def run_process(command):
+def variant_environment(onednn):
+    """This process's environment with TF_ENABLE_ONEDNN_OPTS set to `onednn` (None: unset)."""
+    environment = dict(os.environ)
+    environment.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    if onednn is not None:
+        environment["TF_ENABLE_ONEDNN_OPTS"] = onednn
+    return environment
+
+
+def run_process(command, environment=None):
     import psutil
 
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=environment)
     root, peak = psutil.Process(process.pid), 0
     output = {}
     reader = threading.Thread(target=lambda: output.update(
@@ -258,7 +271,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per process")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--variants", default="ours,ours+xla,model_garden,model_garden+xla,hf",
-                        help="which to run, comma-separated (the largest models: ours,hf)")
+                        help="which to run, comma-separated (the largest models: ours,hf); "
+                             "also ours+eigen: ours with TensorFlow's Eigen CPU kernels "
+                             "(TF_ENABLE_ONEDNN_OPTS=0)")
     parser.add_argument("--baseline_repo", default=None,
                         help="also run ours from this checkout (a worktree of an earlier "
                              "commit) as 'ours@baseline': before and after a change, one run")
@@ -288,11 +303,17 @@ def measure_all(args, parser, inputs):
     variants = {"ours": base + ["--impl=ours", "--jit=0"], "ours+xla": base + ["--impl=ours", "--jit=1"],
                 "model_garden": base + ["--impl=model_garden", "--jit=0"],
                 "model_garden+xla": base + ["--impl=model_garden", "--jit=1"],
-                "hf": base + ["--impl=hf"]}
+                "hf": base + ["--impl=hf"],
+                # TensorFlow's Eigen kernels, its default on CPUs without AVX-512 VNNI/BF16/AMX.
+                "ours+eigen": base + ["--impl=ours", "--jit=0"]}
+    # TF_ENABLE_ONEDNN_OPTS each variant runs under (None: unset, TensorFlow's own choice).
+    onednn = {name: os.environ.get("TF_ENABLE_ONEDNN_OPTS") for name in variants}
+    onednn["ours+eigen"] = "0"
     if args.baseline_repo:
         # This harness, with albert imported from the baseline checkout.
         variants["ours@baseline"] = base + ["--impl=ours", "--jit=0",
                                             f"--albert_repo={os.path.abspath(args.baseline_repo)}"]
+        onednn["ours@baseline"] = CALLER_ONEDNN
     wanted = args.variants.split(",") + (["ours@baseline"] if args.baseline_repo else [])
     unknown = sorted(set(wanted) - set(variants))
     if unknown:
@@ -301,12 +322,13 @@ def measure_all(args, parser, inputs):
     results = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, command in variants.items():
-            results[name].append(run_process(command))
+            results[name].append(run_process(command, variant_environment(onednn[name])))
     summary = {}
     for name, runs in results.items():
         seconds = statistics.median(r["seconds_per_step"] for r in runs)
         summary[name] = {"steps_per_second": 1 / seconds, "ms_per_step": seconds * 1000,
-                         "peak_rss_mib": max(r["peak_rss_mib"] for r in runs)}
+                         "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
+                         "TF_ENABLE_ONEDNN_OPTS": onednn[name] or "unset"}
     def best(prefix):
         found = [v["steps_per_second"] for k, v in summary.items()
                  if k.startswith(prefix) and k != "ours@baseline"]

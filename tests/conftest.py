@@ -13,6 +13,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Inter-op threads stay as they are: collectives across devices need several.
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
+# The package first, as the scripts import it: its TensorFlow settings (oneDNN's CPU kernels)
+# apply only if they are made before TensorFlow loads.
+import albert  # noqa: E402,F401
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -20,3 +20,22 @@ def test_features_are_this_machines_own():
         assert features == frozenset(flags_line.split(":", 1)[1].split())
         assert "sse2" in features  # every x86-64 CPU has it
     assert has_native_bfloat16() == bool(features & {"avx512_bf16", "amx_bf16"})
+
+
+
+def test_importing_albert_turns_on_onednn_kernels():
+    # TensorFlow leaves them off on x86 CPUs without AVX-512 VNNI/BF16/AMX, where its Eigen
+    # matrix products are about half as fast (docs/memory.md). A user's own setting is kept
+    # (os.environ.setdefault); this checks that the package's default reaches TensorFlow.
+    import os
+    import subprocess
+    import sys
+
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "TF_ENABLE_ONEDNN_OPTS"}
+    program = ("import os, albert\n"
+               "from tensorflow.python.util import _pywrap_util_port\n"
+               "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], _pywrap_util_port.IsMklEnabled())")
+    result = subprocess.run([sys.executable, "-c", program], env=environment, check=True,
+                            capture_output=True, text=True)
+    assert result.stdout.split()[-2:] == ["1", "True"]
