@@ -4,7 +4,7 @@ import keras
 
 from albert.modeling.activations import get_activation
 from albert.modeling.dropout import SeededDropout
-from albert.modeling.recompute import keeping_only_input
+from albert.modeling.recompute import activation_then_dense
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -53,12 +53,11 @@ class AlbertFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, training=False, dropout_seeds=None):
-        # In training the GELU keeps only its input for the backward pass
-        # (albert.modeling.recompute).
-        activation = keeping_only_input(self._activation_fn, training)
-        intermediate = activation(self.intermediate(hidden_states))
-        output = self.dropout(self.output_dense(intermediate), seeds=dropout_seeds,
-                              training=training)
+        # In training only the activation's input waits for the backward pass, which
+        # recomputes the activation (albert.modeling.recompute).
+        output = activation_then_dense(self._activation_fn, self.output_dense,
+                                       self.intermediate(hidden_states), training)
+        output = self.dropout(output, seeds=dropout_seeds, training=training)
         return self.layer_norm(output + hidden_states)
 
     def compute_output_shape(self, input_shape):

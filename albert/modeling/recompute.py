@@ -1,25 +1,60 @@
-"""Elementwise chains that keep only their input for the backward pass, in training.
+"""What the feed-forward block keeps for the backward pass, in training.
 
-Differentiated as written, every operation of a chain keeps its own operands for the
-backward pass. For the tanh GELU (seven operations on `[batch, length, intermediate]`) that
-is several copies of the widest activation per layer application, held until the backward
-pass reaches it (at ALBERT-large, batch 8 x 64, 0.23 GiB of a step's 1.76 GiB; the layer
-norms, wrapped the same way, saved nothing measurable). Wrapped here, the chain keeps its
-input only and the backward pass runs it again
-from that input: the forward values are the same, and so are the gradients (the same
-operations differentiated; TensorFlow's graph optimiser may fold the unwrapped chain
-differently, so they can differ in the last bits). The cost is one more pass over an
-elementwise chain, small beside a layer's matrix products.
+Differentiated as written, every operation keeps its own operands for the backward pass. For
+the tanh GELU (seven elementwise operations on `[batch, length, intermediate]`) followed by
+the output dense layer, that is several copies of the block's widest activation per layer
+application, held until the backward pass reaches it. `activation_then_dense` keeps only the
+GELU's input: the backward pass recomputes the GELU (one more elementwise pass, small beside
+the block's matrix products) and forms the dense layer's gradients from it (docs/memory.md
+has the figures). Layer norms made to keep only their inputs saved nothing measurable, so
+they are differentiated as written.
 """
 
 import keras
 
 
-def keeping_only_input(function, training):
-    """`function` (one tensor in, one out) as it is outside training; in training, the same
-    function recomputed in the backward pass (TensorFlow backend; other backends: as is)."""
+def activation_then_dense(activation, dense, inputs, training):
+    """`dense(activation(inputs))`, keeping only `inputs` for the backward pass in training.
+
+    The dense layer's kernel gradient needs the activation's output, the widest tensor of the
+    feed-forward block (`[batch, length, intermediate]`). Differentiated as written, one copy
+    per layer application waits for the backward pass. Here the backward pass recomputes the
+    activation from its input (elementwise; the matrix product is not run again) and forms the
+    three gradients itself. The forward values are the dense layer's own; the gradients are the
+    same products and sums, equal to rounding. Outside training, or on another Keras backend,
+    it is `dense(activation(inputs))` as written.
+    """
     if not training or keras.backend.backend() != "tensorflow":
-        return function
+        return dense(activation(inputs))
     import tensorflow as tf  # inside: the Keras backend may be another one
 
-    return tf.recompute_grad(function)
+    # Read (and, under a mixed policy, cast) here, as tensors: the gradients flow back to the
+    # variables through the reads. (Eagerly, convert_to_tensor may hand back the variable.)
+    kernel = tf.identity(keras.ops.convert_to_tensor(dense.kernel))
+    bias = tf.identity(keras.ops.convert_to_tensor(dense.bias))
+
+    @tf.custom_gradient
+    def forward(inputs, kernel, bias):
+        outputs = keras.ops.add(keras.ops.matmul(activation(inputs), kernel), bias)
+
+        def backward(output_gradient):
+            # After the output's gradient exists: otherwise the graph optimiser merges the
+            # recomputation with the forward activation, which then waits after all.
+            with tf.control_dependencies([output_gradient]):
+                recompute_from = tf.identity(inputs)
+            with tf.GradientTape() as tape:
+                tape.watch(recompute_from)
+                activated = activation(recompute_from)
+            width = tf.shape(kernel)[0]
+            rows = tf.reshape(output_gradient, [-1, tf.shape(kernel)[1]])
+            kernel_gradient = tf.matmul(tf.reshape(activated, [-1, width]), rows,
+                                        transpose_a=True)
+            activated_gradient = tf.reshape(tf.matmul(rows, kernel, transpose_b=True),
+                                            tf.shape(inputs))
+            inputs_gradient = tape.gradient(activated, recompute_from,
+                                            output_gradients=activated_gradient)
+            return inputs_gradient, kernel_gradient, tf.reduce_sum(rows, axis=0)
+
+        return outputs, backward
+
+    return forward(inputs, kernel, bias)
