@@ -82,14 +82,14 @@ USABLE_FRACTION = 0.6
 # Examples per micro-batch below which a device is starved (rematerialise rather than split).
 BUSY_MICRO_BATCH = 8
 # A CPU training process beside the counted tensors (docs/memory.md: fitted to the peaks of
-# benchmarks/training_memory.py, 2 cores, float32, batch 8 x 64).
-CPU_RUNTIME_BYTES = int(0.6 * GIB)
-CPU_ACTIVATION_FACTOR = 1.85
+# benchmarks/training_memory.py, 2 cores, float32, batch 8 x 64, oneDNN's kernels).
+CPU_RUNTIME_BYTES = int(0.75 * GIB)
+CPU_ACTIVATION_FACTOR = 1.5
 CPU_UPDATE_COPIES = 4
 # glibc serves blocks up to 32 MiB from its heaps once its mmap threshold has risen, and keeps
 # them when freed: the heap holds about this many times the float32 bytes of the variables of
 # that size (their gradients, slots and update temporaries pass through it every step).
-CPU_HEAP_RETENTION = 4.2
+CPU_HEAP_RETENTION = 0.9
 HEAP_BLOCK_LIMIT = 32 * 2 ** 20
 
 

@@ -187,6 +187,9 @@ def main():
         parser.error(f"unknown model or task: {', '.join(unknown)}")
     report = {"command": "python " + " ".join([os.path.relpath(__file__, REPO)] + sys.argv[1:]),
               "date": time.strftime("%Y-%m-%d"), "machine": machine(),
+              # Set by `import albert` (inside machine()) unless the caller chose; inherited by
+              # every measured process.
+              "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset"),
               "shape": {"batch_size": args.batch_size, "seq_length": args.seq_length,
                         "predictions": args.predictions, "precision": "float32"},
               "results": {}}
