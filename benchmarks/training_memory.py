@@ -79,6 +79,9 @@ def classify_ours(args, config, weights, batch):
                                                      gradients_summed_by_caller=True),
                       variable_names_for)
     model, optimizer = trainer.build()
+    # As the training loop does on a fresh run: the weights go into the model and the task
+    # lets go of them (held, they would count in the step's peak).
+    task.initialize(model)
     features = classification_batch(batch)
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(features).repeat())

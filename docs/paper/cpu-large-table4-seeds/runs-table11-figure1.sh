@@ -38,10 +38,17 @@ python -c "import json; s=json.load(open('$TREE_OUT/data/heldout-sop.tfrecord.su
 
 cd ../t11-tree
 CORPUS=(--corpus=../paper48/large/train.txt --heldout=../paper48/large/heldout.txt)
-copy_back() {  # the committed files of every run directory, without checkpoints
-  (cd $OUT && find runs -path '*/pretraining/*' -prune -o -type f -print; \
-   find runs -path '*/pretraining/eval_results.json') | while read -r file; do
-    mkdir -p "$MAIN/$OUT/$(dirname "$file")"; cp -p "$OUT/$file" "$MAIN/$OUT/$file"; done
+copy_back() {  # each newly finished run (result.json) into the repository, without checkpoints
+  local run name
+  for run in $OUT/runs/*/; do
+    name=$(basename "$run")
+    [ -e "$OUT/runs/$name/result.json" ] && [ ! -e "$MAIN/$OUT/runs/$name/result.json" ] || continue
+    (cd $OUT && find "runs/$name" -path '*/pretraining/*' -prune -o -type f -print; \
+     find "runs/$name" -path '*/pretraining/eval_results.json') | while read -r file; do
+      mkdir -p "$MAIN/$OUT/$(dirname "$file")"; cp -p "$OUT/$file" "$MAIN/$OUT/$file"; done
+    # Commands a reader can repeat from the repository root: no paths of this machine.
+    sed -i -e "s#$PWD/##g" -e "s#^[^ ]*/bin/python #python #" "$MAIN/$OUT/runs/$name/commands.sh"
+  done
 }
 depth() {  # $1: layers at paper size (3, 6, 24, 36: 1, 2, 8, 12 layers), $2: seeds, $3: strategy
   python -m albert.paper reproduce --table=4 --scale=cpu "${CORPUS[@]}" --output_dir=$OUT --glue_dir=none \
