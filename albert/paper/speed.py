@@ -312,10 +312,11 @@ def machine_description(settings: SpeedSettings, results: List[dict]) -> dict:
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
-# A worker of several holds, besides what one process holds, the gradients packed into one
-# buffer for the all-reduce, the summed buffer and the gradients split back out of it: BERT-base
-# on 2 workers peaked 1.35 GiB (3.1 x its gradients' bytes) above its 1-process peak.
-ALLREDUCE_COPIES = 3
+# A worker of several holds, besides what one process holds, copies of the gradients made for
+# the all-reduce (packed, summed, split back), a few packs at a time (the training step's
+# `ALL_REDUCE_PACK_BYTES`): BERT-base on 2 workers peaked 0.6 GiB (1.5 x its gradients' bytes)
+# above its 1-process peak; 1.7 GiB (4 x) when all gradients went in one pack.
+ALLREDUCE_COPIES = 1.5
 
 
 def available_memory_bytes() -> Optional[int]:

@@ -39,6 +39,10 @@ import tensorflow as tf
 
 from albert.training.distribute import is_tpu
 
+# The size of one all-reduce pack (see `ReplicaStep._sum`): large enough that a pack's
+# collective is not dominated by its fixed cost, small beside a large model's gradients.
+ALL_REDUCE_PACK_BYTES = 32 * 2 ** 20
+
 
 def inner_optimizer(optimizer):
     """The optimizer that owns the learning rate (inside a loss-scale wrapper, if any)."""
@@ -100,10 +104,20 @@ class ReplicaStep:
             self.forward_backward = tf.function(self._forward_backward, jit_compile=True)
 
     def _sum(self, values):
-        """Sum across every replica of the run (the identity on one replica)."""
+        """Sum across every replica of the run (the identity on one replica).
+
+        In packs of about `ALL_REDUCE_PACK_BYTES`: tf.distribute packs the tensors of one
+        all-reduce into one buffer, sums it and splits it back, so in one pack every gradient
+        was held three times over (the packed buffer, the sum, the split copies) besides
+        itself. Its collectives run one after another, so with small packs only a few packs'
+        copies exist at a time. The sums are the same.
+        """
         if self.replicas == 1:
             return values
-        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, values)
+        options = tf.distribute.experimental.CommunicationOptions(
+            bytes_per_pack=ALL_REDUCE_PACK_BYTES)
+        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, values,
+                                                              options=options)
 
     def _forward_backward(self, features, normalizers):
         with tf.GradientTape() as tape:
