@@ -294,6 +294,7 @@ def test_the_exported_encoder_is_a_checkpoint_the_converters_read(exported, tmp_
         np.testing.assert_array_equal(again[name], value, err_msg=name)
 
 
+@pytest.mark.slow  # ~45-65 s on 2 cores: kept out of the 15-minute default suite
 def test_tflite_encoder_matches_keras_with_builtin_ops_only(exported, tmp_path):
     _, checkpoint, _, spm = exported
     result = run_script("-m", "albert.export", f"--init_checkpoint={checkpoint}",

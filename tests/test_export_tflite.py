@@ -146,6 +146,7 @@ def _check_report_and_file(report, tflite_file, mode, checkpoint, tmp_path):
     assert error <= MAX_ABS_ERROR[mode]["pooled_output"], error
 
 
+@pytest.mark.slow  # ~45-65 s on 2 cores: kept out of the 15-minute default suite
 def test_int8_export_is_calibrated_on_the_users_text_and_reports_its_error(checkpoint, tmp_path):
     _, _, calibration, _ = checkpoint
     _export(checkpoint, tmp_path / "out", "--quantize=int8", f"--calibration_file={calibration}")

@@ -33,6 +33,7 @@ def _kill_when(args, ready, timeout=300):
     process.wait()
 
 
+@pytest.mark.slow  # ~45-65 s on 2 cores: kept out of the 15-minute default suite
 def test_restarts_resume_after_a_kill_in_the_second_seed_and_predict_with_the_best(
         tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus

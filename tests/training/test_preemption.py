@@ -95,6 +95,7 @@ def test_sigterm_saves_the_step_reached_and_the_same_command_resumes(tmp_path, r
     _assert_resumes_like_the_reference(args, output_dir, expected, resume)
 
 
+@pytest.mark.slow  # ~45-65 s on 2 cores: kept out of the 15-minute default suite
 def test_sigterm_to_one_worker_stops_both_at_the_same_step(tmp_path, reference):
     config, files, expected = reference
     output_dir = tmp_path / "workers"
