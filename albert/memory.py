@@ -102,10 +102,8 @@ def define_flags() -> None:
     flags.DEFINE_bool(
         "rematerialize", False,
         "Recompute each transformer layer's activations in the backward pass instead of storing "
-        "them (less memory, about a third more arithmetic; same gradients). Not for all-shared "
-        "models as wide as ALBERT-xlarge and xxlarge: their layers then run unrolled, and the "
-        "shared layer's partial gradients take more memory than the activations saved "
-        "(docs/memory.md).")
+        "them (less memory, about a third more arithmetic; same gradients to rounding; "
+        "docs/memory.md).")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from albert.modeling.dense_replay import project
 from albert.modeling.dropout import SeededDropout, derive_seeds
 
 
@@ -96,9 +97,10 @@ class AlbertAttention(keras.layers.Layer):
             query_states = hidden_states
         sequence_length = ops.shape(hidden_states)[1]
         query_length = ops.shape(query_states)[1]
-        query = self._split_heads(self.query(query_states), query_length)
-        key = self._split_heads(self.key(hidden_states), sequence_length)
-        value = self._split_heads(self.value(hidden_states), sequence_length)
+        # `project` is `dense(x)` except in the shared-block loop (albert.modeling.block_loop).
+        query = self._split_heads(project(self.query, query_states), query_length)
+        key = self._split_heads(project(self.key, hidden_states), sequence_length)
+        value = self._split_heads(project(self.value, hidden_states), sequence_length)
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = scores * (1.0 / math.sqrt(self.head_size))
@@ -108,7 +110,8 @@ class AlbertAttention(keras.layers.Layer):
             probabilities, value, seeds=probability_seeds, training=training)
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(context, (-1, query_length, self.hidden_size))
-        attention_output = self.output_dropout(self.output_dense(context), seeds=output_seeds,
+        attention_output = self.output_dropout(project(self.output_dense, context),
+                                               seeds=output_seeds,
                                                training=training)
         return self.layer_norm(attention_output + query_states)
 

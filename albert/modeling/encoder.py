@@ -9,6 +9,7 @@ from albert.config import load_config
 from albert.errors import InputError
 from albert.modeling.configured_model import ConfiguredModel
 from albert.modeling.attention import AlbertAttention, attention_bias_from_mask
+from albert.modeling.block_loop import apply_in_loop
 from albert.modeling.dropout import DROPOUT_SEEDS, call_seeds, derive_seeds
 from albert.modeling.embeddings import AlbertEmbeddings
 from albert.modeling.feed_forward import AlbertFeedForward
@@ -55,20 +56,22 @@ class AlbertEncoder(ConfiguredModel):
 
     Setting `rematerialize = True` (a training setting, not part of the
     config; `--rematerialize`) recomputes each block application's
-    activations in the backward pass instead of storing them (`keras.remat`):
-    the stored activations shrink to one `[B, S, H]` tensor per application.
+    activations in the backward pass instead of storing them: the stored
+    activations shrink to one `[B, S, H]` tensor per application.
     The dropout masks are functions of the example seeds, so the recomputed
     pass is the stored one exactly and the gradients do not change.
 
     Training memory of shared blocks: when one attention block and one FFN block run every
-    application (all-shared, one group of one inner group), a training call runs them in a
-    `tf.while_loop`. Its backward pass adds each application's weight gradient into one
-    running sum, where the unrolled graph makes one partial gradient per application and sums
-    them at the end, with several alive at once (each one the shared block's size). The
-    arithmetic is the same; only the order of that sum's additions differs (float rounding).
-    It does so where those partial gradients would be large (`LOOP_FROM_PARTIAL_GRADIENT_BYTES`;
-    ALBERT-xlarge and xxlarge); `loop_shared_applications = False` always unrolls, as inference
-    calls do.
+    application (all-shared, one group of one inner group) and the block is large
+    (`LOOP_FROM_PARTIAL_GRADIENT_BYTES`: ALBERT-xlarge and xxlarge), a training call runs the
+    applications in a `tf.while_loop` with a backward pass of its own
+    (`albert.modeling.block_loop`): one gradient sum of the shared block, started from the last
+    application's gradient, where the unrolled graph makes one partial gradient per application
+    with several alive at once; the forward pass keeps each application's input and its dense
+    projections' outputs, and the backward pass replays them (or, with `rematerialize`,
+    recomputes them). The arithmetic is the same; only the order of the sum's additions differs
+    (float rounding). Elsewhere, `rematerialize` wraps each unrolled application in
+    `keras.remat`. `loop_shared_applications = False` always unrolls, as inference calls do.
 
     Args:
       config: an `AlbertConfig`, a dict of its JSON keys, or a JSON file path.
@@ -220,10 +223,10 @@ class AlbertEncoder(ConfiguredModel):
         return outputs
 
     def _runs_in_loop(self, training) -> bool:
-        """Whether this call runs its block applications in a while loop (see the class): only
-        where the partial gradients it avoids are large. At small widths the loop's own cost
-        shows (the demo's model: 1.22x slower a step); at xxlarge it saves 6 GiB and is faster."""
-        if not (training and self.loop_shared_applications and not self.rematerialize
+        """Whether this call runs its block applications in the shared-block loop (see the
+        class): only where the partial gradients it avoids are large. At small widths the loop's
+        own cost shows (the demo's model: 1.22x slower a step); at xxlarge it saves gigabytes."""
+        if not (training and self.loop_shared_applications
                 and len(self._schedule) > 1 and len(set(self._schedule)) == 1
                 and keras.backend.backend() == "tensorflow"):
             return False
@@ -233,22 +236,16 @@ class AlbertEncoder(ConfiguredModel):
         return block * 4 * (len(self._schedule) - 1) >= LOOP_FROM_PARTIAL_GRADIENT_BYTES
 
     def _apply_in_loop(self, hidden_states, apply_block):
-        """Every application of the one shared block pair in a tf.while_loop; returns the last
-        output and the list of every application's output."""
-        import tensorflow as tf  # the loop is TensorFlow's (see `_runs_in_loop`)
-
-        count = len(self._schedule)
+        """Every application of the one shared block pair in the shared-block loop
+        (`albert.modeling.block_loop`); returns the last output and the list of every
+        application's output."""
         attention_index, ffn_index = self._schedule[0]
-        outputs = tf.TensorArray(hidden_states.dtype, size=count, element_shape=hidden_states.shape)
-
-        def body(application, states, outputs):
-            states = apply_block(states, application, attention_index, ffn_index)
-            return application + 1, states, outputs.write(application, states)
-
-        _, hidden_states, outputs = tf.while_loop(
-            lambda application, *_: application < count, body,
-            (tf.constant(0), hidden_states, outputs), maximum_iterations=count)
-        return hidden_states, tf.unstack(outputs.stack(), num=count)
+        outputs = apply_in_loop(
+            hidden_states, len(self._schedule),
+            lambda states, application: apply_block(states, application, attention_index,
+                                                    ffn_index),
+            recompute=self.rematerialize)
+        return outputs[-1], outputs
 
     def dropout_seeds(self, inputs, training):
         """Per-example seeds for this call's dropout: the input's, or drawn; None without dropout."""

@@ -3,6 +3,7 @@
 import keras
 
 from albert.modeling.activations import get_activation
+from albert.modeling.dense_replay import project
 from albert.modeling.dropout import SeededDropout
 from albert.modeling.recompute import activation_then_dense
 
@@ -56,7 +57,7 @@ class AlbertFeedForward(keras.layers.Layer):
         # In training only the activation's input waits for the backward pass, which
         # recomputes the activation (albert.modeling.recompute).
         output = activation_then_dense(self._activation_fn, self.output_dense,
-                                       self.intermediate(hidden_states), training)
+                                       project(self.intermediate, hidden_states), training)
         output = self.dropout(output, seeds=dropout_seeds, training=training)
         return self.layer_norm(output + hidden_states)
 

@@ -12,6 +12,8 @@ they are differentiated as written.
 
 import keras
 
+from albert.modeling import dense_replay
+
 
 def activation_then_dense(activation, dense, inputs, training):
     """`dense(activation(inputs))`, keeping only `inputs` for the backward pass in training.
@@ -26,6 +28,9 @@ def activation_then_dense(activation, dense, inputs, training):
     """
     if not training or keras.backend.backend() != "tensorflow":
         return dense(activation(inputs))
+    if dense_replay.active():
+        # In the shared-block loop, which keeps the product's output and replays it instead.
+        return dense_replay.project(dense, activation(inputs))
     import tensorflow as tf  # inside: the Keras backend may be another one
 
     # Read (and, under a mixed policy, cast) here, as tensors: the gradients flow back to the

@@ -57,3 +57,40 @@ def test_small_models_stay_unrolled():
     encoder = _encoder(build_model(config, "pretraining"))
     assert not encoder._runs_in_loop(training=True)
     assert not encoder._runs_in_loop(training=False)
+
+
+@pytest.mark.parametrize("rematerialize", [False, True], ids=["replayed", "recomputed"])
+def test_every_output_of_the_loop_carries_its_gradient(monkeypatch, rematerialize):
+    """A loss on an inner layer's output (not only the last) and the pooled output: the loop's
+    hand-written backward pass, replaying the kept projections or recomputing them
+    (`--rematerialize`), gives the unrolled graph's gradients."""
+    monkeypatch.setattr(encoder_module, "LOOP_FROM_PARTIAL_GRADIENT_BYTES", 0)
+    config = tiny_config(num_hidden_layers=3, num_hidden_groups=1, hidden_dropout_prob=0.1,
+                         attention_probs_dropout_prob=0.1)
+    encoder = encoder_module.AlbertEncoder(config)
+    batch = synthetic_batch(config, 3, 16, 3)
+    inputs = {name: tf.constant(batch[name]) for name in encoder_module.INPUT_KEYS}
+    inputs["dropout_seeds"] = tf.constant([3, 5, 7], tf.int32)
+    weights = tf.random.stateless_normal([16, config.hidden_size], seed=[1, 2])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            outputs = encoder(inputs, training=True)
+            loss = (tf.reduce_sum(outputs["encoder_outputs"][1] * weights)
+                    + tf.reduce_sum(tf.square(outputs["sequence_output"]))
+                    + tf.reduce_sum(outputs["pooled_output"]))
+        return loss, [tf.convert_to_tensor(gradient)
+                      for gradient in tape.gradient(loss, encoder.trainable_variables)]
+
+    encoder.loop_shared_applications = False
+    loss, unrolled = step()
+    encoder.loop_shared_applications = True
+    encoder.rematerialize = rematerialize
+    assert encoder._runs_in_loop(training=True)
+    loop_loss, in_loop = tf.function(step.python_function)()
+    assert float(loop_loss) == pytest.approx(float(loss), rel=1e-6)
+    scale = max(float(tf.reduce_max(tf.abs(g))) for g in unrolled)
+    for variable, expected, found in zip(encoder.trainable_variables, unrolled, in_loop):
+        np.testing.assert_allclose(found, expected, rtol=1e-4, atol=1e-6 * scale,
+                                   err_msg=variable.path)
