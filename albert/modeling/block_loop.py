@@ -128,5 +128,6 @@ def _known_zero(tensor) -> bool:
 def _array(like, size: int):
     import tensorflow as tf
 
-    return tf.TensorArray(like.dtype, size=size, element_shape=like.shape)
+    # Read twice (an output, then in the backward pass): eagerly, a read would clear it.
+    return tf.TensorArray(like.dtype, size=size, element_shape=like.shape, clear_after_read=False)
 

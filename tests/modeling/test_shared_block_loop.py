@@ -59,11 +59,12 @@ def test_small_models_stay_unrolled():
     assert not encoder._runs_in_loop(training=False)
 
 
-@pytest.mark.parametrize("rematerialize", [False, True], ids=["replayed", "recomputed"])
-def test_every_output_of_the_loop_carries_its_gradient(monkeypatch, rematerialize):
+@pytest.mark.parametrize("rematerialize,traced", [(False, True), (True, True), (False, False)],
+                         ids=["replayed", "recomputed", "replayed-eagerly"])
+def test_every_output_of_the_loop_carries_its_gradient(monkeypatch, rematerialize, traced):
     """A loss on an inner layer's output (not only the last) and the pooled output: the loop's
     hand-written backward pass, replaying the kept projections or recomputing them
-    (`--rematerialize`), gives the unrolled graph's gradients."""
+    (`--rematerialize`), in a tf.function or eagerly, gives the unrolled graph's gradients."""
     monkeypatch.setattr(encoder_module, "LOOP_FROM_PARTIAL_GRADIENT_BYTES", 0)
     config = tiny_config(num_hidden_layers=3, num_hidden_groups=1, hidden_dropout_prob=0.1,
                          attention_probs_dropout_prob=0.1)
@@ -88,7 +89,7 @@ def test_every_output_of_the_loop_carries_its_gradient(monkeypatch, rematerializ
     encoder.loop_shared_applications = True
     encoder.rematerialize = rematerialize
     assert encoder._runs_in_loop(training=True)
-    loop_loss, in_loop = tf.function(step.python_function)()
+    loop_loss, in_loop = (tf.function(step.python_function) if traced else step.python_function)()
     assert float(loop_loss) == pytest.approx(float(loss), rel=1e-6)
     scale = max(float(tf.reduce_max(tf.abs(g))) for g in unrolled)
     for variable, expected, found in zip(encoder.trainable_variables, unrolled, in_loop):
