@@ -180,6 +180,8 @@ def test_keras_3_tfsm_layer_and_the_mlm_sub_object(exported, tmp_path):
     assert seen["assets"] == ["30k-clean.model", "albert_config.json"]
 
 
+# `slow` (about 30 s, two training runs of the tutorial's classifier); CI runs it.
+@pytest.mark.slow
 def test_the_tutorial_classifier_trains_the_encoder_only_when_trainable(exported, tmp_path):
     export_dir = exported[0]
     seen = _run_without_albert(f"""

@@ -99,6 +99,8 @@ def test_length_buckets_of_an_export():
     assert length_buckets(8) == [8]
 
 
+# `slow` (about 40 s, one TFLite model per bucket); CI runs it.
+@pytest.mark.slow
 def test_each_bucket_equals_the_full_length_on_real_tokens_for_a_batch(checkpoint, tmp_path):
     """A batch of short real sentences at every bucket that holds them gives what the
     full-length signature gives, at the real tokens; and what Keras gives in float32."""
@@ -191,6 +193,8 @@ def test_quantization_mistakes_end_with_one_line(checkpoint, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+# `slow` (about 30 s, an ONNX export and its run); CI runs it.
+@pytest.mark.slow
 def test_onnx_export_stores_each_weight_once_and_runs_without_albert(checkpoint, tmp_path):
     """onnxruntime on real sentences, lengths and batch free, equals Keras in float32."""
     import onnx

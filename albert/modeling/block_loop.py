@@ -31,7 +31,7 @@ def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool =
     on the previous output (`initial_states` first) and `i` is an int32 scalar tensor. `apply`
     must read its weights itself (the backward pass returns their gradients) and give the same
     values when run again."""
-    import tensorflow as tf
+    import tensorflow as tf  # inside: the Keras backend may be another one (see the encoder)
 
     if count < 2:
         raise ValueError(f"apply_in_loop needs at least 2 applications, not {count}")
@@ -112,7 +112,7 @@ def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool =
 
 def _known_zero(tensor) -> bool:
     """Whether `tensor` is made as zeros in its graph (the tape's gradient of an unused output)."""
-    import tensorflow as tf
+    import tensorflow as tf  # inside, as in `apply_in_loop`
 
     op = getattr(tensor, "op", None)
     if op is None:
@@ -126,7 +126,7 @@ def _known_zero(tensor) -> bool:
 
 
 def _array(like, size: int):
-    import tensorflow as tf
+    import tensorflow as tf  # inside, as in `apply_in_loop`
 
     # Read twice (an output, then in the backward pass): eagerly, a read would clear it.
     return tf.TensorArray(like.dtype, size=size, element_shape=like.shape, clear_after_read=False)

@@ -69,6 +69,8 @@ def test_synthetic_corpus_statistics(tmp_path, synthetic_corpus):
     assert only_pairs["instances"] >= 5000
 
 
+# `slow` (most of a minute: the real corpus through a process of its own); CI runs it.
+@pytest.mark.slow
 def test_real_corpus_through_the_command_line(tmp_path, demo_corpus):
     directory, model = demo_corpus
     tokenizer = SentencePieceTokenizer(model)

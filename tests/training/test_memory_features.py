@@ -65,6 +65,8 @@ def test_split_steps_train_like_the_unsplit_step(tmp_path, unsplit, flags):
     _assert_same_training(reference, tmp_path / "split")
 
 
+# `slow` (about 40 s, a killed process and its resumption); CI runs it.
+@pytest.mark.slow
 def test_a_run_killed_mid_step_resumes_like_the_unsplit_run(tmp_path, unsplit):
     config, files, reference = unsplit
     output_dir = tmp_path / "killed"
