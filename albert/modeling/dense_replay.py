@@ -71,14 +71,20 @@ def _replayed(dense, inputs, outputs):
     @tf.custom_gradient
     def product(inputs, kernel, *bias):
         def backward(output_gradient):
-            rows = tf.reshape(output_gradient, [-1, tf.shape(kernel)[1]])
-            inputs_gradient = tf.reshape(tf.matmul(rows, kernel, transpose_b=True),
-                                         tf.shape(inputs))
-            kernel_gradient = tf.matmul(tf.reshape(inputs, [-1, tf.shape(kernel)[0]]), rows,
-                                        transpose_a=True)
-            return (inputs_gradient, kernel_gradient) + \
-                ((tf.reduce_sum(rows, axis=0),) if bias else ())
+            return dense_gradients(inputs, kernel, output_gradient)[:2 + len(bias)]
 
         return tf.identity(outputs), backward
 
     return product(inputs, kernel, *(() if bias is None else (bias,)))
+
+
+def dense_gradients(inputs, kernel, output_gradient):
+    """The gradients of `inputs @ kernel + bias` (inputs `[..., in]`, kernel `[in, out]`) given
+    the output's: `(inputs, kernel, bias)`, the products autodiff forms."""
+    import tensorflow as tf  # inside, as in `_replayed`
+
+    rows = tf.reshape(output_gradient, [-1, tf.shape(kernel)[1]])
+    inputs_gradient = tf.reshape(tf.matmul(rows, kernel, transpose_b=True), tf.shape(inputs))
+    kernel_gradient = tf.matmul(tf.reshape(inputs, [-1, tf.shape(kernel)[0]]), rows,
+                                transpose_a=True)
+    return inputs_gradient, kernel_gradient, tf.reduce_sum(rows, axis=0)

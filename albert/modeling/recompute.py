@@ -50,15 +50,11 @@ def activation_then_dense(activation, dense, inputs, training):
             with tf.GradientTape() as tape:
                 tape.watch(recompute_from)
                 activated = activation(recompute_from)
-            width = tf.shape(kernel)[0]
-            rows = tf.reshape(output_gradient, [-1, tf.shape(kernel)[1]])
-            kernel_gradient = tf.matmul(tf.reshape(activated, [-1, width]), rows,
-                                        transpose_a=True)
-            activated_gradient = tf.reshape(tf.matmul(rows, kernel, transpose_b=True),
-                                            tf.shape(inputs))
+            activated_gradient, kernel_gradient, bias_gradient = dense_replay.dense_gradients(
+                activated, kernel, output_gradient)
             inputs_gradient = tape.gradient(activated, recompute_from,
                                             output_gradients=activated_gradient)
-            return inputs_gradient, kernel_gradient, tf.reduce_sum(rows, axis=0)
+            return inputs_gradient, kernel_gradient, bias_gradient
 
         return outputs, backward
 
