@@ -37,6 +37,15 @@ common=(--spm_model_file=$TREE_OUT/vocab/spm8000.model --max_seq_length=64 --max
 python -c "import json; s=json.load(open('$TREE_OUT/data/heldout-sop.tfrecord.summary.json')); assert (s['instances'], s['masked_tokens']) == (17229, 167245), s"
 
 cd ../t11-tree
+# Runs finished on another machine are in the repository only (their checkpoints were never
+# committed): give the worktree their result files, so that reproduce skips them.
+for run in "$MAIN"/$OUT/runs/*/; do
+  name=$(basename "$run")
+  [ -e "$run/result.json" ] && [ ! -e "$OUT/runs/$name/result.json" ] || continue
+  # A start of it here is kept aside, not deleted.
+  [ ! -e "$OUT/runs/$name" ] || mv "$OUT/runs/$name" "$OUT/runs/$name.unfinished-$(date -u +%Y%m%dT%H%M%S)"
+  cp -rp "$run" "$OUT/runs/$name"
+done
 CORPUS=(--corpus=../paper48/large/train.txt --heldout=../paper48/large/heldout.txt)
 copy_back() {  # each newly finished run (result.json) into the repository, without checkpoints
   local run name
