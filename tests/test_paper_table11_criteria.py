@@ -1,4 +1,4 @@
-"""Table 11's pre-registered criteria (albert.paper.depth_criteria) and `python -m albert.paper
+"""Table 11's pre-registered criteria (albert.paper.preregistrations.TABLE11) and `python -m albert.paper
 criteria --table=11`, on stand-in per-document counts written as the runs' result.json files."""
 
 import json
@@ -7,12 +7,23 @@ import os
 import pytest
 
 from albert.paper.__main__ import main
-from albert.paper.depth_criteria import DEPTHS, Runs, judge, label, run_name
+from albert.paper.difference_criteria import judge, read_runs
+from albert.paper.preregistrations import DEPTHS, TABLE11
 from test_paper_table4_criteria import SEED_SHIFT, write_result
 
 # The paper's shape: steep gains first, then levelling off.
 PAPERS_SHAPE = {1: 0.12, 2: 0.17, 4: 0.20, 8: 0.215, 12: 0.218}
 PARAMETERS = 1_250_176
+RUN_NAMES = {cell.label: cell.run_name for cell in TABLE11.cells}
+
+
+def label(depth):
+    return f"layers={depth}"
+
+
+def run_name(depth):
+    """The run directory the design reads for a depth."""
+    return RUN_NAMES[label(depth)]
 
 
 def _write_runs(output_dir, accuracies, seeds=(1, 2, 3), parameters=None):
@@ -29,7 +40,7 @@ def _verdicts(result):
 
 def test_the_papers_shape_passes_every_criterion(tmp_path):
     _write_runs(tmp_path, PAPERS_SHAPE)
-    result = judge(Runs(str(tmp_path)), resamples=1000)
+    result = judge(TABLE11, read_runs(TABLE11, str(tmp_path)), resamples=1000)
     assert result["complete"] and _verdicts(result) == {key: True for key in "abcde"}
     assert [entry["difference"] for entry in result["criteria"]["a"]["differences"]] == [
         "A2 − A1", "A4 − A2", "A8 − A4"]
@@ -38,7 +49,7 @@ def test_the_papers_shape_passes_every_criterion(tmp_path):
 def test_no_gain_past_four_layers_and_a_growing_model_fail(tmp_path):
     flat = {**PAPERS_SHAPE, 8: 0.20, 12: 0.20}
     _write_runs(tmp_path, flat, parameters={12: PARAMETERS + 1})
-    verdicts = _verdicts(judge(Runs(str(tmp_path)), resamples=1000))
+    verdicts = _verdicts(judge(TABLE11, read_runs(TABLE11, str(tmp_path)), resamples=1000))
     assert verdicts["a"] is False and verdicts["c"] is False and verdicts["d"] is False
     assert verdicts["b"] is True
 

@@ -1,5 +1,5 @@
-"""The pre-registered criteria of Table 3 (albert.paper.embedding_criteria) and of the dropout
-runs (albert.paper.dropout_criteria), and `python -m albert.paper criteria --table=3|8`, on
+"""The pre-registered criteria of Table 3 (albert.paper.preregistrations.TABLE3) and of the
+dropout runs (TABLE8), and `python -m albert.paper criteria --table=3|8`, on
 stand-in per-document counts and evaluation journals written as the runs' files."""
 
 import dataclasses
@@ -8,13 +8,20 @@ import os
 
 import pytest
 
-from albert.paper import dropout_criteria, embedding_criteria
-from albert.paper.dropout_criteria import WITH, WITHOUT
-from albert.paper.embedding_criteria import ALL, NONE, label
+from albert.paper.difference_criteria import judge, read_runs
+from albert.paper.preregistrations import ALL, DROPOUT_MODEL, NONE, TABLE3, TABLE8
+from albert.paper.preregistrations import WITH_DROPOUT as WITH
+from albert.paper.preregistrations import WITHOUT_DROPOUT as WITHOUT
 from albert.paper.tables import TABLES
 from test_paper_table4_criteria import SEED_SHIFT, write_result
 
 RESAMPLES = 1000
+
+
+def label(strategy, embedding):
+    return f"sharing={strategy}, E={embedding}"
+
+
 E = ("64", "128", "256", "768")
 # The paper's pattern in MLM accuracy: not-shared gains with E, all-shared peaks at E=128 and
 # changes less with E than not-shared.
@@ -40,7 +47,7 @@ def _write_table3(output_dir, accuracies, new_seeds=(1, 2)):
 
 def _judged3(output_dir, accuracies, **kwargs):
     _write_table3(output_dir, accuracies, **kwargs)
-    return embedding_criteria.judge(embedding_criteria.Runs(str(output_dir)), RESAMPLES)
+    return judge(TABLE3, read_runs(TABLE3, str(output_dir)), RESAMPLES)
 
 
 def _passes(result):
@@ -118,7 +125,7 @@ def test_table3_criteria_on_partial_runs_are_not_yet_judged_never_passed_or_fail
     _write_table3(tmp_path, PAPER)
     cell = {cell.label: cell for cell in TABLES[3].cells}[label(NONE, "64")]
     os.remove(os.path.join(tmp_path, "runs", f"{cell.run_name}-seed2", "result.json"))
-    result = embedding_criteria.judge(embedding_criteria.Runs(str(tmp_path)), RESAMPLES)
+    result = judge(TABLE3, read_runs(TABLE3, str(tmp_path)), RESAMPLES)
     assert result["missing_runs"] == ["sharing=not-shared, E=64, seed 2"]
     assert _passes(result) == {"a": None, "b": True, "c": None, "d": None}
     assert result["criteria"]["a"]["missing"] == ["sharing=not-shared, E=64, seed 2"]
@@ -184,7 +191,7 @@ def _curve(final, offsets=None):
 def _write_dropout(output_dir, accuracies, seeds=(1, 2, 3), curves=None):
     """Both cells' runs: result.json at accuracies[cell] ({seed: number}), and its evaluation
     journal (curves[cell][seed], else a curve rising to the same accuracy)."""
-    model = {cell.label: cell for cell in TABLES[4].cells}[dropout_criteria.MODEL]
+    model = {cell.label: cell for cell in TABLES[4].cells}[DROPOUT_MODEL]
     runs = {WITH: model.run_name, WITHOUT: dataclasses.replace(model, dropout=0.0).run_name}
     assert runs[WITHOUT].endswith("-dropout0")
     for cell, accuracy in accuracies.items():
@@ -207,7 +214,7 @@ NO_DROPOUT = {seed: 0.235 for seed in (1, 2, 3)}
 
 def _judged8(output_dir, accuracies, **kwargs):
     _write_dropout(output_dir, accuracies, **kwargs)
-    return dropout_criteria.judge(dropout_criteria.Runs(str(output_dir)), RESAMPLES)
+    return judge(TABLE8, read_runs(TABLE8, str(output_dir)), RESAMPLES)
 
 
 def test_dropout_criteria_pass_when_removing_dropout_raises_accuracy(tmp_path):
@@ -247,7 +254,7 @@ def test_dropout_criteria_on_partial_runs_are_not_yet_judged(tmp_path):
     assert result["differences"] == [] and list(result["cells"]) == [WITH]
     # The first run without dropout: provisional numbers from seed 1's pair.
     _write_dropout(tmp_path, {WITHOUT: NO_DROPOUT}, seeds=(1,))
-    result = dropout_criteria.judge(dropout_criteria.Runs(str(tmp_path)), RESAMPLES)
+    result = judge(TABLE8, read_runs(TABLE8, str(tmp_path)), RESAMPLES)
     assert _passes(result) == dict.fromkeys("abc", None) and len(result["missing_runs"]) == 2
     b = result["criteria"]["b"]["provisional"]
     assert list(b["seed_differences"]) == ["1"] and b["mean_differences"]["6000"] > 0

@@ -1,4 +1,4 @@
-"""Table 4's pre-registered criteria (albert.paper.sharing_criteria) and `python -m albert.paper
+"""Table 4's pre-registered criteria (albert.paper.preregistrations.TABLE4) and `python -m albert.paper
 criteria --table=4`, on stand-in per-document counts written as the runs' result.json files."""
 
 import json
@@ -10,8 +10,10 @@ import pytest
 
 from albert.paper.criteria import run_directory
 from albert.paper.reproduce import MASKED_LM_DOCUMENTS
-from albert.paper.sharing_criteria import (ALL, ATTENTION, FFN, NO_ORDER, NONE, PAPERS_ORDER,
-                                           REVERSE, Runs, judge, label)
+from albert.paper.difference_criteria import judge, read_runs
+from albert.paper.difference_verdicts import NO_ORDER, PAPERS_ORDER, REVERSE
+from albert.paper.preregistrations import ALL, ATTENTION, FFN, NONE, TABLE4
+from albert.paper.preregistrations import table4_label as label
 from albert.paper.tables import TABLES
 
 DOCUMENTS, TOKENS = 300, 200
@@ -62,7 +64,7 @@ def _write_runs(output_dir, accuracies, seeds=(1, 2, 3)):
 
 def _judged(output_dir, accuracies, **kwargs):
     _write_runs(output_dir, accuracies, **kwargs)
-    return judge(Runs(str(output_dir)), resamples=1000)
+    return judge(TABLE4, read_runs(TABLE4, str(output_dir)), resamples=1000)
 
 
 def _failing(result):
@@ -131,7 +133,7 @@ def test_table4_criteria_on_partial_runs_are_not_yet_judged_never_passed_or_fail
     _write_runs(tmp_path, PAPER)
     not_shared = {cell.label: cell for cell in TABLES[4].cells}[label("128", NONE)]
     (tmp_path / "runs" / not_shared.run_name / "result.json").unlink()
-    result = judge(Runs(str(tmp_path)), resamples=1000)
+    result = judge(TABLE4, read_runs(TABLE4, str(tmp_path)), resamples=1000)
     assert result["missing_runs"] == ["E=128, strategy=not-shared, seed 1"]
     status = {key: entry["passes"] for key, entry in result["criteria"].items()}
     assert status == {"a": True, "b": None, "c": True, "d": None}

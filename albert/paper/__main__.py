@@ -19,13 +19,14 @@ from albert.errors import AlbertError, InputError, RunPreempted
 from albert.evaluation.chance import recall_by_label, sentence_label_counts
 from albert.evaluation.document_bootstrap import (RESAMPLES, document_counts, margin_summary,
                                                   masked_lm_summary, masked_token_counts)
-from albert.paper import sharing_criteria
+from albert.paper import difference_criteria
 from albert.paper.by_source import format_markdown as format_by_source
 from albert.paper.by_source import margins_by_source
 from albert.paper.criteria import Evaluations, judge
 from albert.paper.criteria import format_markdown as format_criteria
 from albert.paper.criteria import plot as plot_criteria
 from albert.paper.params import format_markdown, parameter_rows
+from albert.paper.preregistrations import DESIGNS
 from albert.paper.report import build_report, write_report
 from albert.paper.reproduce import Reproduction, evaluate_checkpoint, record_predictions
 from albert.paper.scales import SCALES
@@ -201,10 +202,9 @@ def _record_documents(path: str, pairs: int):
     return documents
 
 
-# --seeds, --final_step and --early_step of each table's pre-registration (docs/paper.md).
-CRITERIA_DEFAULTS = {5: {"seeds": 2, "final_step": 12000, "early_step": 6000},
-                     4: {"seeds": sharing_criteria.SEEDS,
-                         "final_step": sharing_criteria.FINAL_STEP}}
+# --seeds, --final_step and --early_step of Table 5's pre-registration (docs/paper.md); the
+# other tables' are their designs' (albert.paper.preregistrations).
+CRITERIA_DEFAULTS = {5: {"seeds": 2, "final_step": 12000, "early_step": 6000}}
 
 
 # Subcommands whose code lives in a module of their own: each module defines
@@ -219,18 +219,19 @@ MODULE_COMMANDS = {
 }
 # Pre-registered criteria judged by a module of their own (docs/paper.md): Figure 1 is "table"
 # 1 here (the paper's Table 1 has no experiment). Each module defines judge_command(args) -> int.
-MODULE_CRITERIA = {1: "albert.paper.figure1_criteria", 3: "albert.paper.embedding_criteria",
-                   8: "albert.paper.dropout_criteria", 11: "albert.paper.depth_criteria"}
+MODULE_CRITERIA = {1: "albert.paper.figure1_criteria"}
 
 
 def _criteria(args) -> int:
-    """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)), Table 4 ((a)-(d)),
-    Figure 1, Table 3 or the dropout runs, judged on the runs as written."""
+    """The pre-registered criteria of the multi-seed Table 5 ((a)-(f)), Figure 1 or a table
+    of albert.paper.preregistrations (Tables 3, 4, 8 and 11), judged on the runs as written."""
     if args.from_layer and args.table != 1:
         raise InputError("--from_layer is Figure 1's (--table=1)")
-    if args.table in MODULE_CRITERIA:
+    if args.table in MODULE_CRITERIA or args.table in DESIGNS:
         if args.plot and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
+        if args.table in DESIGNS:
+            return difference_criteria.judge_command(DESIGNS[args.table], args)
         return importlib.import_module(MODULE_CRITERIA[args.table]).judge_command(args)
     for name, value in CRITERIA_DEFAULTS[args.table].items():
         if getattr(args, name) is None:
@@ -239,8 +240,6 @@ def _criteria(args) -> int:
         raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
-    if args.table == 4:
-        return _sharing_criteria(args)
     if os.path.exists(args.output):
         raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
                          "name or remove it)")
@@ -267,23 +266,6 @@ def _criteria(args) -> int:
     if args.plot:
         plot_criteria(result, args.plot)
         print(f"Wrote {args.plot}")
-    return 0
-
-
-def _sharing_criteria(args) -> int:
-    """Table 4's criteria (a)-(d) from its runs' result.json files
-    (albert/paper/sharing_criteria.py); a judgement with runs missing is partial, and the next
-    one replaces its files."""
-    if args.early_step is not None or args.early_step_seeds:
-        raise InputError("--early_step and --early_step_seeds are Table 5's: Table 4's criteria "
-                         "are judged at --final_step alone")
-    sharing_criteria.check_outputs(args.output, args.plot)
-    runs = sharing_criteria.Runs(os.path.abspath(args.output_dir), args.seeds, args.final_step)
-    result = sharing_criteria.judge(runs, args.resamples)
-    written = sharing_criteria.write(result, args.output, args.plot)
-    sys.stdout.write(sharing_criteria.format_markdown(result))
-    for path in written:
-        print(f"Wrote {path}")
     return 0
 
 
@@ -400,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "(a)-(d) of the multi-seed Table 4 (docs/paper.md) from a "
                               "reproduction's runs")
     criteria.add_argument("--table", type=int,
-                          choices=sorted(set(CRITERIA_DEFAULTS) | set(MODULE_CRITERIA)), default=5,
+                          choices=sorted({*CRITERIA_DEFAULTS, *MODULE_CRITERIA, *DESIGNS}),
+                          default=5,
                           help="5, 4, 3 (embedding size), 8 (dropout), 11 (depth) or 1 "
                                "(Figure 1)")
     criteria.add_argument("--from_layer", type=int, default=0,

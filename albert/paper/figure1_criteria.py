@@ -26,8 +26,9 @@ from typing import Dict, List, Optional, Tuple
 
 from albert import io
 from albert.errors import InputError
-from albert.paper.sharing_criteria import (LARGE_E, check_outputs, label, markdown_path, outcome,
-                                           run_label)
+from albert.paper.difference_report import check_outputs, markdown_path, outcome
+from albert.paper.difference_runs import run_label
+from albert.paper.preregistrations import table4_label
 from albert.paper.transitions import (ALL_SHARED, METRICS, NOT_SHARED, curve_summary,
                                       plot_curves)
 
@@ -53,7 +54,7 @@ CRITERIA_FROM_LAYER_1 = {
           "the mean over seeds of the roughness from layer 1 is lower for all-shared, for both "
           "measures"),
 }
-_LABEL = re.compile(r"(?:" + re.escape(label(LARGE_E, "")) + r")?(?P<strategy>"
+_LABEL = re.compile(r"(?:" + re.escape(table4_label(768, "")) + r")?(?P<strategy>"
                     + "|".join(map(re.escape, STRATEGIES)) + r"), seed (?P<seed>\d+)")
 SHORT_NAMES = {"l2_distance": "L2 roughness", "angle_degrees": "angle roughness"}
 COLOURS = {NOT_SHARED: "tab:blue", ALL_SHARED: "tab:red"}
