@@ -1,5 +1,6 @@
-"""Table 11's pre-registered criteria (albert.paper.preregistrations.TABLE11) and `python -m albert.paper
-criteria --table=11`, on stand-in per-document counts written as the runs' result.json files."""
+"""Table 11's pre-registered criteria (albert.paper.preregistrations.TABLE11) and `python -m
+albert.paper criteria --table=11`, on stand-in per-document counts written as the runs'
+result.json files."""
 
 import json
 import os

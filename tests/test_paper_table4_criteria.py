@@ -1,5 +1,6 @@
-"""Table 4's pre-registered criteria (albert.paper.preregistrations.TABLE4) and `python -m albert.paper
-criteria --table=4`, on stand-in per-document counts written as the runs' result.json files."""
+"""Table 4's pre-registered criteria (albert.paper.preregistrations.TABLE4) and `python -m
+albert.paper criteria --table=4`, on stand-in per-document counts written as the runs'
+result.json files."""
 
 import json
 import os

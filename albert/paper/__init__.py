@@ -12,9 +12,10 @@ Modules: `params` (parameter counts), `tables` (the cells and printed
 numbers), `scales` (how big the runs are), `reproduce` (runs the cells
 through the project's scripts), `report` (table<N>.md / .json / .png),
 `criteria` (the pre-registered Table 5 criteria), `difference_criteria`
-(pooled differences of cells with document-and-seed intervals, shared by
-`sharing_criteria`: Table 4, `embedding_criteria`: Table 3 and
-`dropout_criteria`: Table 8), `figure1_criteria` and `transitions`
+(the judge of Tables 3, 4, 8 and 11: pooled differences of cells with
+document-and-seed intervals; their designs are data in `preregistrations`;
+`difference_runs`, `difference_verdicts`, `training_curves` and
+`difference_report` are its parts), `figure1_criteria` and `transitions`
 (Figure 1), `speed` and `speed_worker` (Table 2's training speed),
 `by_source` (margins per held-out source, post hoc).
 """

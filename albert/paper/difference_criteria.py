@@ -87,7 +87,8 @@ def _template_fields(result: dict) -> dict:
     seeds = result["seeds"]
     fields = {"seeds": seeds, "final_step": result["final_step"]}
     if isinstance(seeds, dict):
-        fields.update(seeds_text={group: report.seeds_text(count) for group, count in seeds.items()},
+        fields.update(seeds_text={group: report.seeds_text(count)
+                                  for group, count in seeds.items()},
                       seeds_at=", ".join(f"{count} at {group}" for group, count in seeds.items()))
     else:
         fields["seeds_text"] = report.seeds_text(seeds)

@@ -56,6 +56,19 @@ def numbers(entry: dict) -> dict:
                                            "seed_differences") if name in entry}
 
 
+def verdict(judged: dict, missing: List[str], found: Optional[dict],
+            passes: Callable[[], dict]) -> dict:
+    """`judged` with `found` and the fields `passes()` adds (`passes` among them) once none of
+    its runs is `missing`; until then "not yet judged", with `found` (if any) as provisional."""
+    if missing:
+        judged.update(status="not yet judged", passes=None, missing=missing)
+        if found:
+            judged["provisional"] = found
+    else:
+        judged.update(status="judged", **(found or {}), **passes())
+    return judged
+
+
 def _lower_bound_above_zero(entry: dict) -> dict:
     return {"passes": entry["one_sided_lower95"] > 0}
 
@@ -68,55 +81,51 @@ def _order(entry: dict) -> dict:
 
 
 def criterion_entry(text: str, entry: dict,
-                    verdict: Callable[[dict], dict] = _lower_bound_above_zero) -> dict:
-    """A criterion that rests on one difference: judged by `verdict` (the fields it adds,
-    `passes` among them) once all its runs are in; until then "not yet judged", with the
-    numbers of the runs present as provisional."""
-    judged = {"criterion": text, "difference": entry["difference"], "runs": entry["runs"]}
-    if entry["missing"]:
-        judged.update(status="not yet judged", passes=None, missing=entry["missing"])
-        if entry["value"] is not None:
-            judged["provisional"] = numbers(entry)
-        return judged
-    judged.update(status="judged", **numbers(entry))
-    judged.update(verdict(entry))
-    return judged
+                    rule: Callable[[dict], dict] = _lower_bound_above_zero) -> dict:
+    """A criterion that rests on one difference, judged by `rule` (the fields it adds)."""
+    return verdict({"criterion": text, "difference": entry["difference"], "runs": entry["runs"]},
+                   entry["missing"], entry["value"] is not None and numbers(entry),
+                   lambda: rule(entry))
 
 
 def _runs_of(entries: List[dict]) -> List[str]:
     return list(dict.fromkeys(name for entry in entries for name in entry["runs"]))
 
 
+def _missing_of(entries: List[dict]) -> List[str]:
+    return list(dict.fromkeys(name for entry in entries for name in entry.get("missing", [])))
+
+
+def shown_numbers(entry: dict) -> Optional[dict]:
+    """A criterion's numbers: its own once judged, else its provisional ones (None: none)."""
+    return entry if entry["passes"] is not None else entry.get("provisional")
+
+
 def _one_difference_words(criterion: Criterion, entry: dict) -> str:
-    found = entry if entry["passes"] is not None else entry.get("provisional")
-    if found is None:
+    if shown_numbers(entry) is None:
         return NO_NUMBER
-    return provisional_text(entry, f"{entry['difference']}: {numbers_text(found)}")
+    return provisional_text(entry, f"{entry['difference']}: {numbers_text(shown_numbers(entry))}")
 
 
 def _each_above_zero(criterion: Criterion, entries: List[dict], runs: Runs) -> dict:
     """Passes when each difference's one-sided lower bound is above 0, each listed under
     "numbers" with its own verdict; with a `peak`, its outcome names the peak."""
-    judged = {"criterion": criterion.text, "differences": [entry["difference"] for entry in entries],
-              "runs": _runs_of(entries)}
+    judged = {"criterion": criterion.text, "runs": _runs_of(entries),
+              "differences": [entry["difference"] for entry in entries]}
     found = {"numbers": [{"difference": entry["difference"], **numbers(entry)}
                          for entry in entries if entry["value"] is not None]}
     peak = _peak(criterion, runs) if criterion.peak else None
     if peak is not None:
         found["peak"] = peak
-    missing = list(dict.fromkeys(name for entry in entries for name in entry["missing"]))
-    if missing:
-        judged.update(status="not yet judged", passes=None, missing=missing)
-        if found["numbers"] or peak is not None:
-            judged["provisional"] = found
-        return judged
-    for listed, entry in zip(found["numbers"], entries):
-        listed["passes"] = entry["one_sided_lower95"] > 0
-    judged.update(status="judged", **found)
-    if peak is not None:
-        judged["outcome"] = f"peak at {peak}"
-    judged["passes"] = all(listed["passes"] for listed in found["numbers"])
-    return judged
+
+    def passes() -> dict:
+        for listed, entry in zip(found["numbers"], entries):
+            listed.update(_lower_bound_above_zero(entry))
+        return {"passes": all(listed["passes"] for listed in found["numbers"]),
+                **({} if peak is None else {"outcome": f"peak at {peak}"})}
+
+    return verdict(judged, _missing_of(entries),
+                   (found["numbers"] or peak is not None) and found, passes)
 
 
 def _peak(criterion: Criterion, runs: Runs) -> Optional[str]:
@@ -128,27 +137,23 @@ def _peak(criterion: Criterion, runs: Runs) -> Optional[str]:
 
 
 def _each_above_zero_words(criterion: Criterion, entry: dict) -> str:
-    found = entry if entry["passes"] is not None else entry.get("provisional", {})
-    if not found.get("numbers"):
+    listed_numbers = shown_numbers(entry) or {}
+    if not listed_numbers.get("numbers"):
         return NO_NUMBER
     texts = [f"{listed['difference']}: {numbers_text(listed)}"
              + (" (lower bound not above 0)" if listed.get("passes") is False else "")
-             for listed in found["numbers"]]
-    if entry["passes"] is None and found.get("peak"):
-        texts.append(f"{criterion.peak.described} at {found['peak']}")
+             for listed in listed_numbers["numbers"]]
+    if entry["passes"] is None and listed_numbers.get("peak"):
+        texts.append(f"{criterion.peak.described} at {listed_numbers['peak']}")
     return provisional_text(entry, "; ".join(texts))
 
 
 def _each_judged_apart(criterion: Criterion, entries: List[dict], runs: Runs) -> dict:
     """Passes when each difference, judged as a criterion of its own, passes."""
     judged = [criterion_entry(criterion.text, entry) for entry in entries]
-    missing = [name for entry in judged for name in entry.get("missing", [])]
-    result = {"criterion": criterion.text, "differences": judged, "runs": _runs_of(entries)}
-    if missing:
-        result.update(status="not yet judged", passes=None, missing=list(dict.fromkeys(missing)))
-    else:
-        result.update(status="judged", passes=all(entry["passes"] for entry in judged))
-    return result
+    return verdict({"criterion": criterion.text, "differences": judged, "runs": _runs_of(entries)},
+                   _missing_of(judged), None,
+                   lambda: {"passes": all(entry["passes"] for entry in judged)})
 
 
 def _each_judged_apart_words(criterion: Criterion, entry: dict) -> str:
@@ -167,23 +172,17 @@ def _agrees(entry: dict) -> bool:
 def _seeds_agree(criterion: Criterion, entries: List[dict], runs: Runs) -> dict:
     """Every seed's own difference has the sign of its pooled difference, for each of
     `entries` (each keyed as the criterion's `agreement_key` says)."""
-    judged = {"criterion": criterion.text, "runs": _runs_of(entries)}
     agree = {criterion.agreement_key.format(criterion=entry["criterion"],
                                             difference=entry["difference"]): _agrees(entry)
              for entry in entries if entry["value"] is not None}
     missing = [name for name in runs.missing if any(name in entry["missing"]
                                                     for entry in entries)]
-    if missing:
-        judged.update(status="not yet judged", passes=None, missing=missing)
-        if agree:
-            judged["provisional"] = {"agree": agree}
-        return judged
-    judged.update(status="judged", agree=agree, passes=all(agree.values()))
-    return judged
+    return verdict({"criterion": criterion.text, "runs": _runs_of(entries)}, missing,
+                   agree and {"agree": agree}, lambda: {"passes": all(agree.values())})
 
 
 def _seeds_agree_words(criterion: Criterion, entry: dict) -> str:
-    agree = entry.get("agree", entry.get("provisional", {}).get("agree", {}))
+    agree = (shown_numbers(entry) or {}).get("agree", {})
     if criterion.agreement_shown is not None:
         text = ", ".join(f"{criterion.agreement_shown.format(key=name)} "
                          f"{'agree' if value else 'disagree'}" for name, value in agree.items())
@@ -197,44 +196,31 @@ def _seeds_agree_words(criterion: Criterion, entry: dict) -> str:
 
 def _same_parameters(criterion: Criterion, entries: List[dict], runs: Runs) -> dict:
     counts = sorted(set(runs.parameters.values()))
-    entry = {"criterion": criterion.text, "parameters": runs.parameters}
-    if runs.missing:
-        entry.update(status="not yet judged", passes=None, missing=runs.missing,
-                     provisional={"distinct_counts": counts})
-    else:
-        entry.update(status="judged", distinct_counts=counts, passes=len(counts) == 1)
-    return entry
+    return verdict({"criterion": criterion.text, "parameters": runs.parameters}, runs.missing,
+                   {"distinct_counts": counts}, lambda: {"passes": len(counts) == 1})
 
 
 def _same_parameters_words(criterion: Criterion, entry: dict) -> str:
-    counts = entry.get("distinct_counts", entry.get("provisional", {}).get("distinct_counts"))
-    return provisional_text(entry, "counted parameters: "
-                            + ", ".join(f"{count:,}" for count in counts))
+    return provisional_text(entry, "counted parameters: " + ", ".join(
+        f"{count:,}" for count in shown_numbers(entry)["distinct_counts"]))
 
 
 def _in_every_seed(criterion: Criterion, entries: List[dict], runs: Runs) -> dict:
-    """The difference above 0 in each seed its cells were trained with."""
+    """The difference above 0 in each of the design's seeds."""
     (entry,) = entries
-    judged = {"criterion": criterion.text, "difference": entry["difference"],
-              "runs": entry["runs"]}
-    found = {"seed_differences": entry.get("seed_differences", {})}
-    if entry["missing"]:
-        judged.update(status="not yet judged", passes=None, missing=entry["missing"])
-        if found["seed_differences"]:
-            judged["provisional"] = found
-        return judged
-    judged.update(status="judged", **found)
-    seeds = max(len(runs.design_seeds[cell]) for cell in runs.design_seeds)
-    judged["passes"] = (sorted(found["seed_differences"]) == sorted(map(str, range(1, seeds + 1)))
-                        and all(value > 0 for value in found["seed_differences"].values()))
-    return judged
+    values = entry.get("seed_differences", {})
+    seeds = max(len(seeds) for seeds in runs.design_seeds.values())
+    return verdict({"criterion": criterion.text, "difference": entry["difference"],
+                    "runs": entry["runs"]}, entry["missing"],
+                   values and {"seed_differences": values},
+                   lambda: {"passes": sorted(values) == sorted(map(str, range(1, seeds + 1)))
+                            and all(value > 0 for value in values.values())})
 
 
 def _in_every_seed_words(criterion: Criterion, entry: dict) -> str:
-    found = entry if entry["passes"] is not None else entry.get("provisional")
-    if found is None:
+    if shown_numbers(entry) is None:
         return NO_NUMBER
-    return provisional_text(entry, seed_points(found["seed_differences"]))
+    return provisional_text(entry, seed_points(shown_numbers(entry)["seed_differences"]))
 
 
 class Rule(NamedTuple):

@@ -171,13 +171,16 @@ def table4_label(embedding: int, strategy: str) -> str:
     return f"E={embedding}, strategy={strategy}"
 
 
+_t4 = table4_label   # short, for the entries below
+
+
 def _t4_pair(embedding: int, first: str, second: str) -> Difference:
-    return pair(f"E={embedding}: {first} − {second}", table4_label(embedding, first),
-                table4_label(embedding, second))
+    return pair(f"E={embedding}: {first} − {second}", _t4(embedding, first),
+                _t4(embedding, second))
 
 
 def _t4_across(strategy: str) -> Difference:
-    return pair(f"{strategy}: E=768 − E=128", table4_label(768, strategy), table4_label(128, strategy))
+    return pair(f"{strategy}: E=768 − E=128", _t4(768, strategy), _t4(128, strategy))
 
 
 TABLE4 = Design(
@@ -187,7 +190,7 @@ TABLE4 = Design(
     plot_title="Table 4, step {final_step:,}, {seeds}",
     # The E=128 cells' one seed stands for every seed; E=128 shared-attention is not run.
     seed_groups=(SeedGroup("E=768"), SeedGroup("E=128", fixed=1, one_run_for_every_seed=True)),
-    cells=tuple(Cell(table4_label(embedding, strategy), _run(embedding, strategy), f"E={embedding}")
+    cells=tuple(Cell(_t4(embedding, strategy), _run(embedding, strategy), f"E={embedding}")
                 for embedding, strategies in ((768, (ALL, ATTENTION, FFN, NONE)),
                                               (128, (ALL, FFN, NONE)))
                 for strategy in strategies),
@@ -195,8 +198,9 @@ TABLE4 = Design(
         Criterion("a", "sharing everything costs MLM accuracy at E=768", LOWER_BOUND_ABOVE_ZERO,
                   (_t4_pair(768, NONE, ALL),)),
         Criterion("b", "it costs more at E=768 than at E=128", LOWER_BOUND_ABOVE_ZERO,
-                  (pair_of_pairs(f"{NONE} − {ALL}: E=768 − E=128", (table4_label(768, NONE), table4_label(768, ALL)),
-                                 (table4_label(128, NONE), table4_label(128, ALL))),)),
+                  (pair_of_pairs(f"{NONE} − {ALL}: E=768 − E=128",
+                                 (_t4(768, NONE), _t4(768, ALL)),
+                                 (_t4(128, NONE), _t4(128, ALL))),)),
         Criterion("c", "the paper's sub-block order at E=768: sharing the FFN costs more than "
                   "sharing attention", TWO_SIDED_ORDER, (_t4_pair(768, ATTENTION, FFN),)),
         Criterion("d", "every seed agrees in sign with its pooled difference", SEEDS_AGREE,
@@ -264,9 +268,9 @@ TABLE3 = Design(
               for strategy, colour, shift in ((NONE, "tab:blue", 0.97), (ALL, "tab:orange", 1.03))),
         trained="embedding_size"))
 
-# ------------------------------------------------------------------ Table 8 (and Figure 2b): dropout
+# ------------------------------------------------------------- Table 8 (and Figure 2b): dropout
 
-DROPOUT_MODEL = table4_label(768, ALL)   # Table 4's cell, with its dropout (0.1) and without
+DROPOUT_MODEL = _t4(768, ALL)   # Table 4's cell, with its dropout (0.1) and without
 WITH_DROPOUT, WITHOUT_DROPOUT = f"{DROPOUT_MODEL}, dropout=0.1", f"{DROPOUT_MODEL}, dropout=0"
 FINAL = pair("without dropout − with dropout (0.1)", WITHOUT_DROPOUT, WITH_DROPOUT)
 

@@ -18,7 +18,7 @@ from albert.paper import preregistrations as rules
 from albert.paper.difference_report import (NO_NUMBER, points, provisional_text, pyplot,
                                             save_figure, seed_points, seeds_text)
 from albert.paper.difference_runs import Runs, run_label
-from albert.paper.difference_verdicts import Rule
+from albert.paper.difference_verdicts import Rule, shown_numbers, verdict
 from albert.paper.preregistrations import Criterion, Design, TrainingCurves
 from albert.training.run_directory import EVAL_JSON
 
@@ -98,21 +98,16 @@ def _through_training(curves: TrainingCurves):
                                                                 in per_seed.values()]))
                                       for step in runs.steps} if seeds else {},
                  "seed_differences": per_seed}
-        missing = [name for name in runs.missing if name in judged["runs"]]
-        if missing:
-            judged.update(status="not yet judged", passes=None, missing=missing)
-            if seeds:
-                judged["provisional"] = found
-            return judged
-        judged.update(status="judged", **found)
-        judged["passes"] = all(value > 0 for value in found["mean_differences"].values())
-        return judged
+        return verdict(judged, [name for name in runs.missing if name in judged["runs"]],
+                       seeds and found,
+                       lambda: {"passes": all(value > 0
+                                              for value in found["mean_differences"].values())})
 
     return judge
 
 
 def _words(criterion: Criterion, entry: dict) -> str:
-    found = entry if entry["passes"] is not None else entry.get("provisional")
+    found = shown_numbers(entry)
     if found is None:
         return NO_NUMBER
     text = "mean over seeds " + ", ".join(f"step {int(step):,} {points(value)}"
