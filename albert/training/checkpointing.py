@@ -89,6 +89,9 @@ class TrainingCheckpoints:
         # Steps whose files did not read back (cut short, corrupted): {step: why}. They stay on
         # disk as they are and are no longer offered to resume or evaluate.
         self.damaged: Dict[int, str] = {}
+        # Whether the `checkpoint` state file did not read back; the checkpoints on disk are
+        # listed instead, and the file is kept under another name when it is next written.
+        self.state_damaged = False
 
     def prefix(self, step) -> str:
         return io.join(self.output_dir, f"{PREFIX}-{step}")
@@ -98,16 +101,40 @@ class TrainingCheckpoints:
 
     # ------------------------------------------------------------- finding
     def _listed(self) -> List[int]:
+        """The steps the `checkpoint` state file lists; where that file cannot be read or lists
+        none while checkpoints lie beside it (damaged, cut short, emptied), those checkpoints."""
         path = io.join(self.output_dir, STATE_FILE)
         if not io.exists(path):
             return []
+        try:
+            text = io.read_text(path)
+        except (UnicodeDecodeError, OSError) as error:
+            return self._found_beside_damaged_state(path, f"{type(error).__name__}: {error}")
         steps = []
-        for line in io.read_text(path).splitlines():
+        for line in text.splitlines():
             if line.startswith("all_model_checkpoint_paths:"):
                 match = _STEP.search(line.split(":", 1)[1].strip().strip('"'))
                 if match:
                     steps.append(int(match.group(1)))
+        if not steps and self._on_disk():
+            return self._found_beside_damaged_state(path, "it lists no checkpoint")
         return sorted(set(steps))
+
+    def _on_disk(self) -> List[int]:
+        """Steps with a model.ckpt-<step>.index in the output directory."""
+        steps = (_STEP.search(name[:-len(".index")]) for name in io.listdir(self.output_dir)
+                 if name.endswith(".index"))
+        return sorted(int(match.group(1)) for match in steps if match)
+
+    def _found_beside_damaged_state(self, path: str, why: str) -> List[int]:
+        steps = self._on_disk()
+        if not self.state_damaged:
+            logger.warning("The checkpoint state file %s is damaged (%s); using the checkpoints "
+                           "found beside it: %s. It is renamed, not replaced, when the next "
+                           "checkpoint is listed", path, why,
+                           ", ".join(f"{PREFIX}-{step}" for step in steps) or "none")
+        self.state_damaged = True
+        return steps
 
     def steps(self) -> List[int]:
         """Steps of the complete checkpoints listed in the `checkpoint` state file, ascending
@@ -210,7 +237,14 @@ class TrainingCheckpoints:
     def _write_state(self, steps: List[int]) -> None:
         lines = [f'model_checkpoint_path: "{PREFIX}-{steps[-1]}"'] if steps else []
         lines += [f'all_model_checkpoint_paths: "{PREFIX}-{s}"' for s in steps]
-        io.write_text_atomically(io.join(self.output_dir, STATE_FILE), "\n".join(lines) + "\n")
+        path = io.join(self.output_dir, STATE_FILE)
+        if self.state_damaged and io.exists(path):
+            aside = next(f"{path}.damaged{suffix}" for suffix in ("", *map(str, range(1, 1000)))
+                         if not io.exists(f"{path}.damaged{suffix}"))
+            io.rename(path, aside)
+            logger.warning("Renamed the damaged %s to %s", path, aside)
+        self.state_damaged = False
+        io.write_text_atomically(path, "\n".join(lines) + "\n")
 
     # ---------------------------------------------------------------- best
     def _copy_marker(self) -> str:

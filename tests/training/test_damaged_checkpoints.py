@@ -78,6 +78,28 @@ def test_an_unreadable_index_is_skipped_and_none_intact_is_one_error_line(
     assert {name: after.get(name) for name in before} == before
 
 
+def test_a_damaged_state_file_lists_the_checkpoints_beside_it_and_is_kept(
+        tmp_path, synthetic_records):
+    """The `checkpoint` state file overwritten with bytes that are not text: the run resumes
+    from the newest checkpoint beside it, instead of ending in a traceback or starting again
+    over the old files, and keeps the damaged file under another name."""
+    files, _ = synthetic_records
+    config = _config_file(tmp_path)
+    run = tmp_path / "run"
+    assert run_script(*_args(config, files, str(run), num_train_steps=20,
+                             save_checkpoints_steps=10)).returncode == 0
+    damaged = b"\x00\xff not a state file"
+    (run / "checkpoint").write_bytes(damaged)
+    resumed = run_script(*_args(config, files, str(run), num_train_steps=30,
+                                save_checkpoints_steps=10))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "state file" in resumed.stderr and "damaged" in resumed.stderr
+    assert "Resumed from" in resumed.stderr and "model.ckpt-20" in resumed.stderr
+    assert (run / "checkpoint.damaged").read_bytes() == damaged
+    assert 'model_checkpoint_path: "model.ckpt-30"' in (run / "checkpoint").read_text()
+    assert sorted(_losses(run)) == list(range(1, 31))
+
+
 @pytest.mark.parametrize("output_format", ["tf1", "hf", "keras", "model_garden"])
 def test_a_damaged_init_checkpoint_is_one_error_line(tmp_path, synthetic_records, output_format):
     files, _ = synthetic_records
