@@ -13,7 +13,10 @@ backward pass begins, which is where a step peaks. Here instead:
   the kept projections (or, with `recompute`, computing them again), and its gradients are
   taken there: one application's intermediates exist at a time.
 * The weight gradients' sums start as the last application's gradients, with no zeros beneath
-  them, and each later application's gradients are added in.
+  them, and each later application's gradients are added in. A replayed projection's kernel
+  gradient is added in as it is formed, a block of rows at a time
+  (`albert.modeling.dense_replay.KernelSums`): the sums and one block are alive, not the sums
+  and an application's kernel gradients.
 
 The values are the block's own; the gradients are autodiff's products and sums, in another
 order of addition (float rounding). TensorFlow backend only.
@@ -22,7 +25,7 @@ order of addition (float rounding). TensorFlow backend only.
 import contextlib
 from typing import Callable, List
 
-from albert.modeling.dense_replay import recording, replaying
+from albert.modeling.dense_replay import KernelSums, recording, replaying, variable_key
 
 
 def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool = False
@@ -39,8 +42,8 @@ def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool =
     def kept_projections(kept):
         return contextlib.nullcontext() if recompute else recording(kept)
 
-    def replayed(kept):
-        return contextlib.nullcontext() if recompute else replaying(kept)
+    def replayed(kept, kernel_sums):
+        return contextlib.nullcontext() if recompute else replaying(kept, kernel_sums)
 
     @tf.custom_gradient
     def forward(states):
@@ -77,16 +80,29 @@ def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool =
                 upstream = upstream.write(application, gradient if application in inner
                                           else tf.zeros_like(output_gradients[-1]))
 
-            def gradients(application, states_gradient):
+            def gradients(application, states_gradient, sums=None):
+                """The states' gradient, and the weights' sums with this application's
+                gradients added in (`sums` None: its gradients alone)."""
                 states = inputs.read(application)
+                previous = [] if sums is None else list(zip(variables, sums))
+                kernel_sums = None if recompute else KernelSums(
+                    {variable_key(variable): total for variable, total in previous})
                 with tf.GradientTape() as tape:
                     tape.watch(states)
-                    with replayed([array.read(application) for array in projections]):
+                    with replayed([array.read(application) for array in projections],
+                                  kernel_sums):
                         outputs = apply(states, application)
                 found = tape.gradient(outputs, [states] + variables,
                                       output_gradients=states_gradient)
-                return found[0], [tf.zeros_like(variable) if gradient is None else gradient
-                                  for variable, gradient in zip(variables, found[1:])]
+                totals = []
+                for index, (variable, gradient) in enumerate(zip(variables, found[1:])):
+                    if kernel_sums is not None and variable_key(variable) in kernel_sums.added:
+                        totals.append(kernel_sums.sums[variable_key(variable)])
+                        continue
+                    if gradient is None:
+                        gradient = tf.zeros_like(variable)
+                    totals.append(gradient if sums is None else sums[index] + gradient)
+                return found[0], totals
 
             last_application = tf.constant(count - 1)
             states_gradient, sums = gradients(last_application, output_gradients[-1])
@@ -94,8 +110,8 @@ def apply_in_loop(initial_states, count: int, apply: Callable, recompute: bool =
             def reverse_body(application, states_gradient, sums):
                 if inner:
                     states_gradient += upstream.read(application)
-                states_gradient, found = gradients(application, states_gradient)
-                return application - 1, states_gradient, [s + g for s, g in zip(sums, found)]
+                states_gradient, sums = gradients(application, states_gradient, sums)
+                return application - 1, states_gradient, sums
 
             _, states_gradient, sums = tf.while_loop(
                 lambda application, *_: application >= 0, reverse_body,

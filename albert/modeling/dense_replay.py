@@ -9,6 +9,12 @@ is `g W^T`, the kernel's `x^T g`, the bias's the sum of `g`). So the second pass
 elementwise work between the products (layer norms, softmax, GELU, dropout masks) and the small
 attention products; the large matrix products run once forward, as in autodiff.
 
+Replayed with `kernel_sums` (a `KernelSums`), a kernel's gradient does not go back through the
+tape: it is added into the kernel's sum over the applications as it is formed, in row blocks of
+at most `KERNEL_GRADIENT_PIECE_BYTES`, each block formed only after the previous addition. So
+the backward pass holds the sums and one block, where autodiff's sums held the sums and a whole
+kernel's gradient (256 MiB for ALBERT-xxlarge's feed-forward kernels), sometimes two.
+
 Outside both contexts, `project(dense, x)` is `dense(x)`. The state is per thread, as a
 `MirroredStrategy` traces each replica in a thread of its own.
 """
@@ -16,15 +22,20 @@ Outside both contexts, `project(dense, x)` is `dense(x)`. The state is per threa
 import contextlib
 import threading
 
+import math
+
 import keras
 
 _state = threading.local()
 
+# The largest block of a kernel's gradient formed at once when it is added into a sum.
+KERNEL_GRADIENT_PIECE_BYTES = 64 * 2 ** 20
+
 
 @contextlib.contextmanager
-def _mode(mode: str, tensors: list):
+def _mode(mode: str, tensors: list, kernel_sums=None):
     previous = getattr(_state, "active", None)
-    _state.active = (mode, tensors)
+    _state.active = (mode, tensors, kernel_sums)
     try:
         yield tensors
     finally:
@@ -36,9 +47,63 @@ def recording(kept: list):
     return _mode("record", kept)
 
 
-def replaying(kept: list):
-    """Within: the i-th `project` returns `kept[i]`, differentiable as its dense layer."""
-    return _mode("replay", list(kept))
+def replaying(kept: list, kernel_sums=None):
+    """Within: the i-th `project` returns `kept[i]`, differentiable as its dense layer; with
+    `kernel_sums`, its kernel's gradient is added into `kernel_sums` instead of reaching the
+    tape (which then finds none for that kernel)."""
+    return _mode("replay", list(kept), kernel_sums)
+
+
+class KernelSums:
+    """Kernel gradients summed over the shared block's applications, one block at a time.
+
+    `sums` maps `variable_key(kernel)` to the sum so far; a kernel without one starts its sum
+    with its gradient. Each block of a gradient is formed only after the previous addition, as
+    TensorFlow's executor otherwise runs whatever is ready (all of an application's kernel
+    gradients before adding any of them in), and is added into the sum in place
+    (`InplaceAdd` takes over the sum's buffer, which nothing else holds). The sums are the same
+    products and additions as autodiff's, in blocks of rows.
+    """
+
+    def __init__(self, sums=None):
+        self.sums = dict(sums or {})
+        self.added = set()  # the keys of the kernels whose gradients were added here
+        self._previous = None
+
+    def add(self, kernel, inputs, rows):
+        """Add the gradient of `kernel` (`[in, out]`, a variable) in `inputs @ kernel`, given
+        the output's gradient `rows` (`[n, out]`) and `inputs` (`[..., in]`)."""
+        import tensorflow as tf  # inside, as in `_replayed`
+
+        inputs = tf.reshape(inputs, [-1, kernel.shape[0]])
+        key = variable_key(kernel)
+        total = self.sums.get(key)
+        blocks = [(0, kernel.shape[0])]
+        if total is not None:
+            row_bytes = kernel.shape[1] * rows.dtype.size
+            per_block = max(1, KERNEL_GRADIENT_PIECE_BYTES // row_bytes)
+            count = math.ceil(kernel.shape[0] / per_block)
+            size = math.ceil(kernel.shape[0] / count)
+            blocks = [(start, min(start + size, kernel.shape[0]))
+                      for start in range(0, kernel.shape[0], size)]
+        for start, stop in blocks:
+            with tf.control_dependencies([] if self._previous is None else [self._previous]):
+                block = tf.cast(tf.matmul(inputs[:, start:stop], rows, transpose_a=True),
+                                kernel.dtype)
+            if total is None:
+                total = block
+            elif (start, stop) == (0, kernel.shape[0]):
+                total = total + block
+            else:
+                total = tf.raw_ops.InplaceAdd(x=total, i=tf.range(start, stop), v=block)
+            self._previous = total
+        self.sums[key] = total
+        self.added.add(key)
+
+
+def variable_key(variable):
+    """A hashable key of a Keras variable or of the TensorFlow variable it holds."""
+    return getattr(variable, "_value", variable).ref()
 
 
 def active() -> bool:
@@ -50,13 +115,15 @@ def project(dense, inputs):
     current = getattr(_state, "active", None)
     if current is None:
         return dense(inputs)
-    mode, tensors = current
+    mode, tensors, kernel_sums = current
     if mode == "record":
         outputs = dense(inputs)
         tensors.append(outputs)
         return outputs
     if not tensors:
         raise RuntimeError("the replayed block made more projections than the recorded one")
+    if kernel_sums is not None:
+        return _replayed_into(kernel_sums, dense, inputs, tensors.pop(0))
     return _replayed(dense, inputs, tensors.pop(0))
 
 
@@ -76,6 +143,28 @@ def _replayed(dense, inputs, outputs):
         return tf.identity(outputs), backward
 
     return product(inputs, kernel, *(() if bias is None else (bias,)))
+
+
+def _replayed_into(kernel_sums, dense, inputs, outputs):
+    import tensorflow as tf  # inside, as in `_replayed`
+
+    # The kernel is read here and not handed to `product`: its gradient goes to `kernel_sums`.
+    kernel = tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.kernel), outputs.dtype))
+    bias = None if dense.bias is None else \
+        tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.bias), outputs.dtype))
+
+    @tf.custom_gradient
+    def product(inputs, *bias):
+        def backward(output_gradient):
+            rows = tf.reshape(output_gradient, [-1, tf.shape(kernel)[1]])
+            kernel_sums.add(dense.kernel, inputs, rows)
+            inputs_gradient = tf.reshape(tf.matmul(rows, kernel, transpose_b=True),
+                                         tf.shape(inputs))
+            return (inputs_gradient, tf.reduce_sum(rows, axis=0))[:1 + len(bias)]
+
+        return tf.identity(outputs), backward
+
+    return product(inputs, *(() if bias is None else (bias,)))
 
 
 def dense_gradients(inputs, kernel, output_gradient):

@@ -30,7 +30,8 @@ def activation_then_dense(activation, dense, inputs, training):
         return dense(activation(inputs))
     if dense_replay.active():
         # In the shared-block loop, which keeps the product's output and replays it instead.
-        return dense_replay.project(dense, activation(inputs))
+        # Its replay runs on a tape, where the activation too keeps only its input.
+        return dense_replay.project(dense, activation_keeping_input(activation, inputs))
     import tensorflow as tf  # inside: the Keras backend may be another one
 
     # Read (and, under a mixed policy, cast) here, as tensors: the gradients flow back to the
@@ -43,19 +44,48 @@ def activation_then_dense(activation, dense, inputs, training):
         outputs = keras.ops.add(keras.ops.matmul(activation(inputs), kernel), bias)
 
         def backward(output_gradient):
-            # After the output's gradient exists: otherwise the graph optimiser merges the
-            # recomputation with the forward activation, which then waits after all.
-            with tf.control_dependencies([output_gradient]):
-                recompute_from = tf.identity(inputs)
-            with tf.GradientTape() as tape:
-                tape.watch(recompute_from)
-                activated = activation(recompute_from)
+            activated, activation_gradient = _recomputed(activation, inputs, output_gradient)
             activated_gradient, kernel_gradient, bias_gradient = dense_replay.dense_gradients(
                 activated, kernel, output_gradient)
-            inputs_gradient = tape.gradient(activated, recompute_from,
-                                            output_gradients=activated_gradient)
-            return inputs_gradient, kernel_gradient, bias_gradient
+            return activation_gradient(activated_gradient), kernel_gradient, bias_gradient
 
         return outputs, backward
 
     return forward(inputs, kernel, bias)
+
+
+def activation_keeping_input(activation, inputs):
+    """`activation(inputs)`, differentiated by computing the activation again from `inputs` in
+    the backward pass instead of keeping its intermediates (for the tanh GELU, five tensors of
+    the block's widest shape, alive on the shared-block loop's replay tape until its backward
+    pass reaches them). TensorFlow only."""
+    import tensorflow as tf  # inside, as in `activation_then_dense`
+
+    @tf.custom_gradient
+    def forward(inputs):
+        def backward(output_gradient):
+            _, activation_gradient = _recomputed(activation, inputs, output_gradient)
+            return activation_gradient(output_gradient)
+
+        return activation(inputs), backward
+
+    return forward(inputs)
+
+
+def _recomputed(activation, inputs, after):
+    """The activation computed again from `inputs` once `after` exists, and a function from its
+    output's gradient to its input's."""
+    import tensorflow as tf  # inside, as in `activation_then_dense`
+
+    # After `after` (the output's gradient): otherwise the graph optimiser merges the
+    # recomputation with the forward activation, which then waits after all.
+    with tf.control_dependencies([after]):
+        recompute_from = tf.identity(inputs)
+    with tf.GradientTape() as tape:
+        tape.watch(recompute_from)
+        activated = activation(recompute_from)
+
+    def activation_gradient(activated_gradient):
+        return tape.gradient(activated, recompute_from, output_gradients=activated_gradient)
+
+    return activated, activation_gradient

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert.checkpoints.keras_format import build_model
+from albert.modeling import dense_replay
 from albert.modeling import encoder as encoder_module
 from albert.training.synthetic_batch import synthetic_batch
 from conftest import tiny_config
@@ -27,8 +28,16 @@ def _loss_and_gradients(model, batch):
     return step(batch)
 
 
-def test_the_loop_gives_the_unrolled_losses_and_gradients(monkeypatch):
+@pytest.mark.parametrize("piece_bytes", [dense_replay.KERNEL_GRADIENT_PIECE_BYTES, 1],
+                         ids=["whole-kernels", "kernels-in-row-blocks"])
+def test_the_loop_gives_the_unrolled_losses_and_gradients(monkeypatch, piece_bytes):
+    """Also with every kernel gradient added into its sum one row at a time (as ALBERT-xxlarge's
+    feed-forward kernels are, in blocks of 64 MiB)."""
     monkeypatch.setattr(encoder_module, "LOOP_FROM_PARTIAL_GRADIENT_BYTES", 0)
+    monkeypatch.setattr(dense_replay, "KERNEL_GRADIENT_PIECE_BYTES", piece_bytes)
+    blocks_added = []
+    monkeypatch.setattr(tf.raw_ops, "InplaceAdd", lambda *args, _real=tf.raw_ops.InplaceAdd,
+                        **kwargs: blocks_added.append(1) or _real(*args, **kwargs))
     config = tiny_config(num_hidden_layers=4, num_hidden_groups=1, hidden_dropout_prob=0.1,
                          attention_probs_dropout_prob=0.1)
     model = build_model(config, "pretraining")
@@ -43,6 +52,7 @@ def test_the_loop_gives_the_unrolled_losses_and_gradients(monkeypatch):
     encoder.loop_shared_applications = True
     loop_loss, in_loop = _loss_and_gradients(model, batch)
     assert looped
+    assert bool(blocks_added) == (piece_bytes == 1)
     assert float(loop_loss) == pytest.approx(float(loss), rel=1e-6)
     for variable, expected, found in zip(model.trainable_variables, unrolled, in_loop):
         # The key bias's gradient is 0 in exact arithmetic (softmax ignores a per-query
