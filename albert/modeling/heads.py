@@ -69,7 +69,7 @@ class AlbertMaskedLMHead(keras.layers.Layer):
         states = gather_positions(sequence_output, masked_lm_positions)   # [B, P, H]
         states = self.layer_norm(self._activation_fn(self.dense(states)))
         table = ops.cast(embedding_table, states.dtype)
-        logits = ops.matmul(states, ops.transpose(table)) + ops.cast(self.output_bias, states.dtype)
+        logits = _times_transposed(states, table) + ops.cast(self.output_bias, states.dtype)
         # Losses and softmax are computed in float32 even under mixed precision.
         return ops.cast(logits, "float32")
 
@@ -120,3 +120,23 @@ class AlbertSentenceOrderHead(keras.layers.Layer):
         config = super().get_config()
         config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
         return config
+
+
+def _times_transposed(states, table):
+    """`states @ table^T` (`[..., E]` by `[V, E]`), the tied decoder's logits.
+
+    On TensorFlow, as one product with the table transposed inside it: its gradient for the
+    table is then formed as `[V, E]` directly. Written as a product with `transpose(table)`,
+    the gradient is formed as `[E, V]` and then transposed, two copies of the table's size
+    alive at once (117 MiB each at BERT-large's vocabulary and width, where the backward pass
+    begins, at its peak). The same products either way.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.matmul(states, ops.transpose(table))
+    import tensorflow as tf  # inside: the Keras backend may be another one
+
+    rows = tf.reshape(states, [-1, tf.shape(states)[-1]])
+    logits = tf.matmul(rows, table, transpose_b=True)
+    logits = tf.reshape(logits, tf.concat([tf.shape(states)[:-1], tf.shape(table)[:1]], 0))
+    logits.set_shape(states.shape[:-1].concatenate(table.shape[:1]))
+    return logits
