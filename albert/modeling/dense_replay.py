@@ -127,13 +127,21 @@ def project(dense, inputs):
     return _replayed(dense, inputs, tensors.pop(0))
 
 
+def _read_weights(dense, dtype):
+    """The layer's kernel and its bias (an empty tuple without one), read in `dtype`."""
+    import tensorflow as tf  # the loop that replays is TensorFlow's
+
+    def read(variable):
+        return tf.identity(tf.cast(keras.ops.convert_to_tensor(variable), dtype))
+
+    return read(dense.kernel), (() if dense.bias is None else (read(dense.bias),))
+
+
 def _replayed(dense, inputs, outputs):
     import tensorflow as tf  # the loop that replays is TensorFlow's
 
     # Read here, inside the tape, so that the kernel's and the bias's gradients reach them.
-    kernel = tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.kernel), outputs.dtype))
-    bias = None if dense.bias is None else \
-        tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.bias), outputs.dtype))
+    kernel, bias = _read_weights(dense, outputs.dtype)
 
     @tf.custom_gradient
     def product(inputs, kernel, *bias):
@@ -142,16 +150,14 @@ def _replayed(dense, inputs, outputs):
 
         return tf.identity(outputs), backward
 
-    return product(inputs, kernel, *(() if bias is None else (bias,)))
+    return product(inputs, kernel, *bias)
 
 
 def _replayed_into(kernel_sums, dense, inputs, outputs):
     import tensorflow as tf  # inside, as in `_replayed`
 
     # The kernel is read here and not handed to `product`: its gradient goes to `kernel_sums`.
-    kernel = tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.kernel), outputs.dtype))
-    bias = None if dense.bias is None else \
-        tf.identity(tf.cast(keras.ops.convert_to_tensor(dense.bias), outputs.dtype))
+    kernel, bias = _read_weights(dense, outputs.dtype)
 
     @tf.custom_gradient
     def product(inputs, *bias):
@@ -164,7 +170,7 @@ def _replayed_into(kernel_sums, dense, inputs, outputs):
 
         return tf.identity(outputs), backward
 
-    return product(inputs, *(() if bias is None else (bias,)))
+    return product(inputs, *bias)
 
 
 def dense_gradients(inputs, kernel, output_gradient):
