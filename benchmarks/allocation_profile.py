@@ -1,6 +1,7 @@
 """Which tensors are alive when a step's forward and backward pass peaks, by the op that made them.
 
     python benchmarks/allocation_profile.py --config=configs/albert_xxlarge_v2.json --layers=4
+    python benchmarks/allocation_profile.py --config=configs/albert_xxlarge_v2.json --training_step
 
 Builds the pretraining model of `--config` (`--layers` overrides its depth: the shared-block
 loop's backward pass has the same structure at every depth, and 4 applications profile in a
@@ -12,7 +13,9 @@ allocations at that moment grouped by op (largest first), and the peak in each f
 step, so that where and when a step peaks can be read without guessing.
 
 The loss is the sum of the means of the model's floating outputs: its gradients have the
-shapes of the training loss's, which is all that memory depends on. No optimizer runs. Sizes
+shapes of the training loss's, which is all that memory depends on. No optimizer runs, unless
+`--training_step` profiles the training loop's whole step instead (LAMB and the clip, as
+`benchmarks/pretraining_speed.py` runs it). Sizes
 are the allocator's chunks (a request rounded up, sometimes a larger free chunk handed over
 whole), so they can exceed the tensors' own sizes. Works with TensorFlow's default CPU
 allocator (with oneDNN, "mklcpu") and with `TF_CPU_ALLOCATOR_USE_BFC=true`.
@@ -89,6 +92,34 @@ def peaks_over_time(events, parts: int = 50):
     return peaks
 
 
+def gradients(config, batch):
+    """Forward and backward, no optimizer: a call returns a float."""
+    model = build_model(config, "pretraining")
+    batch = {name: tf.constant(value) for name, value in batch.items()}
+
+    @tf.function
+    def sum_of_gradients():
+        with tf.GradientTape() as tape:
+            outputs = model(batch, training=True)
+            loss = tf.add_n([tf.reduce_mean(tf.cast(output, tf.float32))
+                             for output in tf.nest.flatten(outputs) if output.dtype.is_floating])
+        found = tape.gradient(loss, model.trainable_variables)
+        return tf.add_n([tf.reduce_sum(gradient) for gradient in found if gradient is not None])
+
+    return lambda: float(sum_of_gradients())
+
+
+def training_step(config, batch, args):
+    """The training loop's whole step (`benchmarks/pretraining_speed.py`'s: LAMB, the clip)."""
+    from pretraining_speed import pretraining_trainer, repeated_batch_steps
+
+    trainer, strategy = pretraining_trainer(config, args.batch_size, args.seq_length,
+                                            args.predictions)
+    model, optimizer = trainer.build()
+    steps = repeated_batch_steps(trainer, strategy, model, optimizer, batch)
+    return lambda: float(steps(tf.constant(1))["loss"][-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -98,29 +129,20 @@ def main():
     parser.add_argument("--seq_length", type=int, default=64)
     parser.add_argument("--predictions", type=int, default=10)
     parser.add_argument("--top", type=int, default=25, help="ops listed at the peak")
+    parser.add_argument("--training_step", action="store_true",
+                        help="profile the training loop's whole step (the optimizer included)")
     args = parser.parse_args()
 
     config = AlbertConfig.from_json_file(args.config)
     if args.layers:
         config = dataclasses.replace(config, num_hidden_layers=args.layers)
-    model = build_model(config, "pretraining")
-    batch = {name: tf.constant(value) for name, value in synthetic_batch(
-        config, args.batch_size, args.seq_length, args.predictions).items()}
-
-    @tf.function
-    def gradients():
-        with tf.GradientTape() as tape:
-            outputs = model(batch, training=True)
-            loss = tf.add_n([tf.reduce_mean(tf.cast(output, tf.float32))
-                             for output in tf.nest.flatten(outputs) if output.dtype.is_floating])
-        found = tape.gradient(loss, model.trainable_variables)
-        return tf.add_n([tf.reduce_sum(gradient) for gradient in found if gradient is not None])
-
-    float(gradients())
+    batch = synthetic_batch(config, args.batch_size, args.seq_length, args.predictions)
+    step = training_step(config, batch, args) if args.training_step else gradients(config, batch)
+    step()
     trace_dir = tempfile.mkdtemp(prefix="allocation_profile_")
     try:
         tf.profiler.experimental.start(trace_dir)
-        float(gradients())
+        step()
         tf.profiler.experimental.stop()
         events = allocator_events(trace_dir)
     finally:
@@ -131,6 +153,7 @@ def main():
     largest = sorted(by_op.items(), key=lambda item: -item[1][0])[:args.top]
     print(json.dumps({
         "config": args.config, "layers": config.num_hidden_layers,
+        "step": "training loop (LAMB)" if args.training_step else "forward and backward",
         "shape": {"batch_size": args.batch_size, "seq_length": args.seq_length,
                   "predictions": args.predictions},
         "allocators": sorted({str(stats.get("allocator_name")) for _, _, stats in events}),

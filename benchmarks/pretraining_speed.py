@@ -54,33 +54,50 @@ if "--impl=hf" in sys.argv:  # Hugging Face's process does not load TensorFlow
     os.environ["ALBERT_LIGHTWEIGHT_IMPORT"] = "1"
 
 
-def run_ours(args, config, weights, batch):
-    import tensorflow as tf
-
-    from albert.checkpoints import assign_model_weights
+def pretraining_trainer(config, batch_size, seq_length, predictions, steps_per_loop=1,
+                        jit_compile=False, rematerialize=False):
+    """`run_pretraining.py`'s training loop on one device (LAMB, global-norm clipping) for
+    batches of this shape: `(trainer, strategy)`."""
     from albert.pretraining_data.schema import DataContract
     from albert.tasks.pretraining import PretrainingTask
     from albert.training.distribute import create_strategy
     from albert.training.loop import Trainer, TrainerConfig, variable_names_for
     from albert.training.optimization import create_optimizer
 
-    data = DataContract(files=[], record_counts=[], max_seq_length=args.seq_length,
-                        max_predictions_per_seq=args.predictions, has_token_boundary=False)
-    task = PretrainingTask(config, data)
+    data = DataContract(files=[], record_counts=[], max_seq_length=seq_length,
+                        max_predictions_per_seq=predictions, has_token_boundary=False)
     strategy = create_strategy("one_device")
-    trainer = Trainer(task, strategy,
-                      TrainerConfig(tempfile.mkdtemp(), 10 ** 6, args.batch_size,
-                                    steps_per_loop=args.steps, jit_compile=bool(args.jit),
-                                    rematerialize=bool(args.remat)),
+    trainer = Trainer(PretrainingTask(config, data), strategy,
+                      TrainerConfig(tempfile.mkdtemp(), 10 ** 6, batch_size,
+                                    steps_per_loop=steps_per_loop, jit_compile=jit_compile,
+                                    rematerialize=rematerialize),
                       lambda names: create_optimizer("lamb", 1e-4, 10 ** 6, 0, variable_names=names,
                                        gradients_summed_by_caller=True),
                       variable_names_for)
-    model, optimizer = trainer.build()
-    assign_model_weights(model, weights())
-    # The same batch every step, through the loop's distributed input path.
+    return trainer, strategy
+
+
+def repeated_batch_steps(trainer, strategy, model, optimizer, batch):
+    """The loop's `training_steps` fed the same batch every step, through its distributed
+    input path."""
+    import tensorflow as tf
+
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(batch).repeat())
-    train_steps = trainer.training_steps(model, optimizer, iter(dataset))
+    return trainer.training_steps(model, optimizer, iter(dataset))
+
+
+def run_ours(args, config, weights, batch):
+    import tensorflow as tf
+
+    from albert.checkpoints import assign_model_weights
+
+    trainer, strategy = pretraining_trainer(config, args.batch_size, args.seq_length,
+                                            args.predictions, args.steps, bool(args.jit),
+                                            bool(args.remat))
+    model, optimizer = trainer.build()
+    assign_model_weights(model, weights())
+    train_steps = repeated_batch_steps(trainer, strategy, model, optimizer, batch)
     train_steps(tf.constant(2))  # trace, compile, warm up
     timings = []
     for _ in range(args.repeats):
