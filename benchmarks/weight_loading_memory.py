@@ -22,14 +22,15 @@ loading leaves in the process.
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from pretraining_speed import pretraining_trainer, repeated_batch_steps  # noqa: E402
+from training_memory import machine  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -116,8 +117,7 @@ def main():
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(runs[-1]), flush=True)
     report = {"command": "python benchmarks/weight_loading_memory.py " + " ".join(sys.argv[1:]),
-              "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-              "runs": runs}
+              "date": time.strftime("%Y-%m-%d"), "machine": machine(), "runs": runs}
     with open(args.output, "x") as output:
         json.dump(report, output, indent=1)
 
