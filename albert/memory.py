@@ -33,7 +33,11 @@ positions over the vocabulary, in float32). It counts what fused kernels
 keep (as XLA's are); TensorFlow's unfused CPU kernels keep more
 intermediates (GELU's, the layer norms'), which is part of why it measured
 up to 40 % low on CPU. A shared block applied `L` times
-stores `L` sets: sharing saves weights, not activations. With
+stores `L` sets: sharing saves weights, not activations. The exception is
+the shared-block loop that ALBERT-xlarge and xxlarge train with
+(`albert.modeling.encoder.loops_shared_block`): it keeps each application's
+input and its six dense projections' outputs, `e·S·(6H + I)`, and its
+backward pass replays one application's full set at a time. With
 rematerialisation each application stores only its input (`e·S·H`) and one
 application's full set is live while it is recomputed.
 
@@ -69,6 +73,7 @@ from albert import cli
 from albert.checkpoints.naming import count_parameters
 from albert.config import AlbertConfig
 from albert.errors import InputError
+from albert.modeling.encoder import loops_shared_block
 from albert.training import distribute
 
 GIB = 2 ** 30
@@ -159,10 +164,17 @@ def estimate(config: AlbertConfig, seq_length: int, predictions: int,
     # Masked-LM head: transform input and output, then float32 logits and their softmax.
     head = predictions * (2 * element * h + 2 * 4 * config.vocab_size)
     stored = embeddings + head
+    if loops_shared_block(config):
+        # The shared-block loop keeps each application's input and its six dense projections'
+        # outputs (query, key, value, attention output, feed-forward inner and output) and
+        # replays one application at a time in its backward pass.
+        layers = applications * element * s * (6 * h + i) + application
+    else:
+        layers = applications * application
     return MemoryEstimate(
         parameters=parameters, weights=4 * parameters, gradients=4 * parameters,
         optimizer_slots=8 * parameters,
-        activations_per_example=sequences_per_example * (stored + applications * application),
+        activations_per_example=sequences_per_example * (stored + layers),
         rematerialized_activations_per_example=sequences_per_example * (
             stored + applications * element * s * h + application),
         largest_variable=4 * max(h * i, config.vocab_size * config.embedding_size),

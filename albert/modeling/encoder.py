@@ -21,7 +21,23 @@ INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 # reach this: ALBERT-xlarge (4.6 GB) and xxlarge (8.9 GB) loop; base (0.3 GB), large (1.2 GB)
 # and the small models of the paper's CPU-scale tables do not.
 LOOP_FROM_PARTIAL_GRADIENT_BYTES = 2 * 2**30
-__all__ = ["AlbertEncoder", "DROPOUT_SEEDS", "INPUT_KEYS"]
+__all__ = ["AlbertEncoder", "DROPOUT_SEEDS", "INPUT_KEYS", "loops_shared_block"]
+
+
+def loops_shared_block(config) -> bool:
+    """Whether this config's training calls run in the shared-block loop (on TensorFlow): one
+    attention block and one feed-forward block for every application, and partial gradients of
+    at least `LOOP_FROM_PARTIAL_GRADIENT_BYTES`. Read from the config alone, so that the memory
+    planner counts what the step keeps."""
+    config = load_config(config)
+    schedule = sharing_plan(config).schedule
+    if len(schedule) < 2 or len(set(schedule)) != 1:
+        return False
+    h, i = config.hidden_size, config.intermediate_size
+    layer_norm = 2 * h
+    attention = 4 * (h * h + h) + layer_norm
+    feed_forward = h * i + i + i * h + h + layer_norm
+    return (attention + feed_forward) * 4 * (len(schedule) - 1) >= LOOP_FROM_PARTIAL_GRADIENT_BYTES
 
 
 @keras.saving.register_keras_serializable(package="albert")
@@ -226,14 +242,9 @@ class AlbertEncoder(ConfiguredModel):
         """Whether this call runs its block applications in the shared-block loop (see the
         class): only where the partial gradients it avoids are large. At small widths the loop's
         own cost shows (the demo's model: 1.22x slower a step); at xxlarge it saves gigabytes."""
-        if not (training and self.loop_shared_applications
-                and len(self._schedule) > 1 and len(set(self._schedule)) == 1
-                and keras.backend.backend() == "tensorflow"):
-            return False
-        attention_index, ffn_index = self._schedule[0]
-        block = (self.attention_blocks[attention_index].count_params()
-                 + self.ffn_blocks[ffn_index].count_params())
-        return block * 4 * (len(self._schedule) - 1) >= LOOP_FROM_PARTIAL_GRADIENT_BYTES
+        return (training and self.loop_shared_applications
+                and keras.backend.backend() == "tensorflow"
+                and loops_shared_block(self.albert_config))
 
     def _apply_in_loop(self, hidden_states, apply_block):
         """Every application of the one shared block pair in the shared-block loop
