@@ -175,6 +175,8 @@ def test_sentences_of_wikipedia_and_of_news_are_told_apart(tmp_path, demo_corpus
     assert majority < 0.6 and journal["best"]["eval_accuracy"] > 0.8
 
 
+# Slow tier: about 30 s, moved to keep the default suite within 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_a_killed_evaluation_loop_continues_without_repeats(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     config_file = tmp_path / "albert_config.json"

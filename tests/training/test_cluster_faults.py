@@ -61,6 +61,8 @@ def test_a_lost_worker_ends_the_survivor_and_the_relaunch_resumes(tmp_path, refe
     _assert_resumes_like_the_reference(args, output_dir, expected, relaunch)
 
 
+# Slow tier: about 30 s, moved to keep the default suite within 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_workers_that_do_not_share_the_output_dir_are_refused(tmp_path, reference):
     config, files, _ = reference
     shared = tmp_path / "chief"

@@ -51,6 +51,8 @@ def test_a_cut_newest_checkpoint_is_set_aside_and_the_run_resumes_exactly(
         assert actual[step] == pytest.approx(expected[step], rel=1e-5, abs=1e-6), step
 
 
+# Slow tier: about 30 s, moved to keep the default suite within 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_an_unreadable_index_is_skipped_and_none_intact_is_one_error_line(
         tmp_path, synthetic_records):
     files, _ = synthetic_records

@@ -257,6 +257,8 @@ def test_a_mistake_ends_with_one_line_and_writes_nothing(tmp_path, synthetic_rec
         assert not output_dir.exists()
 
 
+# Slow tier: about 30 s, moved to keep the default suite within 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_data_lengths_come_from_the_summary_and_the_output_is_quiet(tmp_path, synthetic_records):
     """In a process of its own: TensorFlow's native start-up noise is only seen there."""
     files, _ = synthetic_records

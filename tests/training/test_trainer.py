@@ -237,6 +237,8 @@ def test_a_second_run_on_the_same_directory_is_refused(tmp_path, synthetic_recor
     assert _snapshot(output_dir) == before
 
 
+# Slow tier: about 30 s, moved to keep the default suite within 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_a_whole_run_on_tensorflows_in_memory_file_system(tmp_path, synthetic_corpus):
     """Data creation, pretraining with evaluation, resume and conversion: every path ram://."""
     from albert.checkpoints import read_checkpoint, write_checkpoint
