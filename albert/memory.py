@@ -55,7 +55,9 @@ TensorFlow's unfused CPU kernels keep beyond the count above, adds what glibc's
 heaps keep of freed blocks (`CPU_HEAP_RETENTION` times the weight matrices of
 32 MiB or less: BERT-large's are, xxlarge's are not), and takes the optimizer
 update's temporaries (`CPU_UPDATE_COPIES` copies of the largest variable; the
-update runs one variable at a time) where they exceed the activations. The
+update runs one variable at a time) where they exceed the activations. A worker
+of several CPU workers adds the gradient all-reduce's copies
+(`CPU_ALLREDUCE_GRADIENT_COPIES` times the gradients). The
 constants are fitted to the ten peaks of benchmarks/training_memory.py
 (docs/memory.md), so within 15 % of them by construction, not validated at
 other shapes; an accelerator's compiled step keeps what the Korthikanti count
@@ -96,6 +98,12 @@ CPU_UPDATE_COPIES = 4
 # that size (their gradients, slots and update temporaries pass through it every step).
 CPU_HEAP_RETENTION = 0.9
 HEAP_BLOCK_LIMIT = 32 * 2 ** 20
+# A worker of several (MultiWorkerMirroredStrategy, one replica a process) also holds the
+# gradient all-reduce's copies: counted as this many float32 copies of the gradients. One copy
+# (the sums beside the gradients being summed) puts the two measured 2-worker peaks of
+# benchmarks/results/memory/workers_bert_large_xxlarge.json at 1.03 (BERT-large) and 0.88
+# (ALBERT-xxlarge) of the estimate's; no other worker count or shape was measured.
+CPU_ALLREDUCE_GRADIENT_COPIES = 1.0
 
 
 def define_flags() -> None:
@@ -136,15 +144,18 @@ class MemoryEstimate:
         return self.fixed + accumulator + micro_batch * per_example
 
     def process_peak(self, micro_batch: int, accumulation_steps: int = 1,
-                     rematerialize: bool = False) -> int:
-        """A CPU training process's peak resident memory (see the module docstring)."""
+                     rematerialize: bool = False, workers: int = 1) -> int:
+        """A CPU training process's peak resident memory (see the module docstring); with
+        `workers` > 1, one worker's of a cluster that sums its gradients across them."""
         per_example = (self.rematerialized_activations_per_example if rematerialize
                        else self.activations_per_example)
         accumulator = self.gradients if accumulation_steps > 1 else 0
         activations = CPU_ACTIVATION_FACTOR * micro_batch * per_example
         update = CPU_UPDATE_COPIES * self.largest_variable
         heap = CPU_HEAP_RETENTION * self.heap_variables
-        return int(CPU_RUNTIME_BYTES + self.fixed + accumulator + heap + max(activations, update))
+        all_reduce = CPU_ALLREDUCE_GRADIENT_COPIES * self.gradients if workers > 1 else 0
+        return int(CPU_RUNTIME_BYTES + self.fixed + accumulator + heap + all_reduce
+                   + max(activations, update))
 
 
 def estimate(config: AlbertConfig, seq_length: int, predictions: int,
@@ -286,8 +297,11 @@ def report(config: AlbertConfig, seq_length: int, predictions: int, global_batch
         f"on {replicas} replica(s), {device_gib:g} GiB each "
         f"({USABLE_FRACTION:.0%} usable by the estimate)",
         f"unsplit               {memory.total(per_replica) / GIB:8.1f} GiB on an accelerator; "
-        f"as one CPU process {memory.process_peak(per_replica) / GIB:.1f} GiB (TensorFlow's "
-        f"runtime and unfused kernels' intermediates added)",
+        + (f"as one CPU process {memory.process_peak(per_replica) / GIB:.1f} GiB (TensorFlow's "
+           f"runtime and unfused kernels' intermediates added)" if replicas == 1 else
+           f"as each of {replicas} CPU workers "
+           f"{memory.process_peak(per_replica, workers=replicas) / GIB:.1f} GiB (TensorFlow's "
+           f"runtime, unfused kernels' intermediates and the gradient all-reduce added)"),
     ]
     if chosen.fits:
         lines.append(
