@@ -115,15 +115,11 @@ def main():
         return
     if not args.output:
         parser.error("--output is required")
-    if os.path.exists(args.output):
-        sys.exit(f"ERROR: {args.output} exists; choose another --output")
-    from training_memory import machine
+    from training_memory import refuse_existing, write_new_report
 
-    cases = [run_case(count, mib, reduce) for count, mib in CASES for reduce in (False, True)]
-    report = {"command": "python benchmarks/allreduce_memory.py " + " ".join(sys.argv[1:]),
-              "date": time.strftime("%Y-%m-%d"), "machine": machine(), "cases": cases}
-    with open(args.output, "x") as output:
-        json.dump(report, output, indent=1)
+    refuse_existing(args.output)
+    write_new_report(args.output, cases=[run_case(count, mib, reduce) for count, mib in CASES
+                                         for reduce in (False, True)])
 
 
 if __name__ == "__main__":

@@ -26,12 +26,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCHMARKS)
 sys.path.insert(0, os.path.dirname(BENCHMARKS))
+
+from training_memory import add_step_arguments, refuse_existing, write_new_report  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -137,12 +138,7 @@ def run(command) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/bert_large.json")
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--seq_length", type=int, default=64)
-    parser.add_argument("--predictions", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=3)
+    add_step_arguments(parser, config="configs/bert_large.json", steps=3)
     parser.add_argument("--chain_nodes", type=int, default=40000)
     parser.add_argument("--mode", choices=("tensorflow", "torch", "step", "chain"),
                         help=argparse.SUPPRESS)
@@ -156,19 +152,13 @@ def main():
     if args.mode == "chain":
         print(json.dumps(measure_chain(args.chain_nodes)))
         return
-    if os.path.exists(args.output):
-        sys.exit(f"ERROR: {args.output} exists; choose another --output")
-    from training_memory import machine
-
+    refuse_existing(args.output)
     base = [sys.executable, os.path.abspath(__file__)] + [
         f"--{name}={getattr(args, name)}" for name in
         ("config", "output", "batch_size", "seq_length", "predictions", "steps", "chain_nodes")]
-    report = {"command": "python benchmarks/step_graph_memory.py " + " ".join(sys.argv[1:]),
-              "date": time.strftime("%Y-%m-%d"), "machine": machine(),
-              "imports": [run(base + [f"--mode={name}"]) for name in ("tensorflow", "torch")],
-              "step": run(base + ["--mode=step"]), "chain": run(base + ["--mode=chain"])}
-    with open(args.output, "x") as output:
-        json.dump(report, output, indent=1)
+    write_new_report(args.output,
+                     imports=[run(base + [f"--mode={name}"]) for name in ("tensorflow", "torch")],
+                     step=run(base + ["--mode=step"]), chain=run(base + ["--mode=chain"]))
 
 
 if __name__ == "__main__":

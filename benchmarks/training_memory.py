@@ -225,6 +225,32 @@ def main():
                   f"{entry['estimate_gib']:.2f} GiB ({entry['estimate_vs_ours']:.2f})")
 
 
+def add_step_arguments(parser, config: str, steps: int) -> None:
+    """The shape flags of the memory benchmarks that time one model's training step."""
+    parser.add_argument("--config", default=config)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--seq_length", type=int, default=64)
+    parser.add_argument("--predictions", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=steps)
+
+
+def refuse_existing(output: str) -> None:
+    """A finished report is never overwritten: one ERROR line before anything runs."""
+    if os.path.exists(output):
+        sys.exit(f"ERROR: {output} exists; choose another --output")
+
+
+def write_new_report(output: str, **results) -> None:
+    """`results` with the command that made them (from the repository root), the date and the
+    machine, into `output`, which must not exist."""
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
+    report = {"command": " ".join(["python", script] + sys.argv[1:]),
+              "date": time.strftime("%Y-%m-%d"), "machine": machine(), **results}
+    with open(output, "x") as file:
+        json.dump(report, file, indent=1)
+
+
 def write_report(report: dict, output: str) -> None:
     temporary = output + ".tmp"
     with open(temporary, "w") as file:

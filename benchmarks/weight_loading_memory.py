@@ -26,11 +26,10 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from pretraining_speed import pretraining_trainer, repeated_batch_steps  # noqa: E402
-from training_memory import machine  # noqa: E402
+from training_memory import add_step_arguments, refuse_existing, write_new_report  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -83,20 +82,14 @@ def measure(args) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/albert_xxlarge_v2.json")
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--seq_length", type=int, default=64)
-    parser.add_argument("--predictions", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=4)
+    add_step_arguments(parser, config="configs/albert_xxlarge_v2.json", steps=4)
     parser.add_argument("--mode", choices=("initial", "loaded"), help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:
         print(json.dumps(measure(args)))
         return
-    if os.path.exists(args.output):
-        sys.exit(f"ERROR: {args.output} exists; choose another --output")
+    refuse_existing(args.output)
     import numpy as np
 
     from albert.checkpoints import model_weights
@@ -116,10 +109,7 @@ def main():
                 sys.exit(f"ERROR: the {mode} process failed:\n{done.stderr[-3000:]}")
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(runs[-1]), flush=True)
-    report = {"command": "python benchmarks/weight_loading_memory.py " + " ".join(sys.argv[1:]),
-              "date": time.strftime("%Y-%m-%d"), "machine": machine(), "runs": runs}
-    with open(args.output, "x") as output:
-        json.dump(report, output, indent=1)
+    write_new_report(args.output, runs=runs)
 
 
 if __name__ == "__main__":
