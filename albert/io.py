@@ -62,6 +62,15 @@ def exists(path: str) -> bool:
     return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
 
 
+def refuse_existing(path: str, flag: str = "") -> None:
+    """InputError when `path` exists: a result a command would write is never overwritten.
+    `flag` (such as "--output") names the flag that chose the path."""
+    if path and exists(path):
+        named = f"{flag}={path}" if flag else path
+        raise InputError(f"{named} exists; it is not overwritten (choose another name or "
+                         "remove it)")
+
+
 def isdir(path: str) -> bool:
     if not is_remote(path):
         return os.path.isdir(path)

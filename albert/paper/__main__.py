@@ -120,9 +120,7 @@ def _reproduce(args) -> int:
 
 def _evaluate(args) -> int:
     """Pretraining metrics of checkpoints on held-out record files, as a table's cells get them."""
-    if os.path.exists(args.output):
-        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
-                         "name or remove it)")
+    io.refuse_existing(args.output, "--output")
     checkpoints = [part for part in args.checkpoints.split(",") if part]
     records = [path for part in args.records.split(",") if part
                for path in (expand_record_patterns(part, "--records")
@@ -240,14 +238,11 @@ def _criteria(args) -> int:
         raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
-    if os.path.exists(args.output):
-        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
-                         "name or remove it)")
+    io.refuse_existing(args.output, "--output")
     if not 0 < args.early_step < args.final_step:
         raise InputError(f"--early_step={args.early_step} must be above 0 and below "
                          f"--final_step={args.final_step}")
-    if args.plot and os.path.exists(args.plot):
-        raise InputError(f"--plot={args.plot} exists; it is not overwritten")
+    io.refuse_existing(args.plot, "--plot")
     early_seeds = None
     if args.early_step_seeds:
         try:
@@ -271,9 +266,7 @@ def _criteria(args) -> int:
 
 def _by_source(args) -> int:
     """Each sentence set's margin per held-out source, post hoc (albert/paper/by_source.py)."""
-    if os.path.exists(args.output):
-        raise InputError(f"--output={args.output} exists; it is not overwritten (choose another "
-                         "name or remove it)")
+    io.refuse_existing(args.output, "--output")
     paths = [path for path in args.results.split(",") if path]
     for path in [args.corpus_manifest, *paths]:
         if not os.path.isfile(path):

@@ -574,9 +574,7 @@ def command_line(args) -> str:
 def main(args) -> int:
     resolve_quick(args)
     for path in (args.output, markdown_path(args.output)):
-        if os.path.exists(path):
-            raise InputError(f"{path} exists; it is not overwritten (choose another --output "
-                             "or remove it)")
+        io.refuse_existing(path)
     if args.vocab_size < 5:
         raise InputError(f"--vocab_size must be at least 5, got {args.vocab_size}")
     models = _models_from_flag(args.models, args.vocab_size)

@@ -231,10 +231,8 @@ def add_arguments(parser) -> None:
 
 
 def _check_arguments(args) -> None:
-    for path, flag in ((args.output, "--output"), (args.plot, "--plot")):
-        if path and io.exists(path):
-            raise InputError(f"{flag}={path} exists; it is not overwritten (choose another "
-                             "name or remove it)")
+    io.refuse_existing(args.output, "--output")
+    io.refuse_existing(args.plot, "--plot")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
     if not io.isfile(args.input_file):
