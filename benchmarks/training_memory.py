@@ -9,10 +9,10 @@ and Hugging Face each run in a fresh process and its peak resident memory is sam
 
 * pretraining: `benchmarks/pretraining_speed.py`'s processes (ours: the training loop's step
   with LAMB and global-norm clipping; Hugging Face: `AlbertForPreTraining`, eager PyTorch,
-  AdamW, `clip_grad_norm_(1.0)`);
+  fused AdamW, `clip_grad_norm_(1.0)`);
 * classification (a GLUE fine-tuning step, SST-2's two labels): ours, `run_classifier.py`'s
   step (`ClassificationTask`, the training loop, AdamW, the clip); Hugging Face,
-  `AlbertForSequenceClassification`, eager PyTorch, AdamW, `clip_grad_norm_(1.0)`.
+  `AlbertForSequenceClassification`, eager PyTorch, fused AdamW, `clip_grad_norm_(1.0)`.
 
 Both start from the same weights (the encoder's; the classifier's head is new in both), on the
 same batch of `--batch_size` sequences of `--seq_length` tokens, the shape of every sequence
@@ -99,7 +99,7 @@ def classify_hf(args, config, weights, batch):
     model = transformers.AlbertForSequenceClassification.from_pretrained(
         os.path.join(args.weights_dir, "hf"), num_labels=LABELS, attn_implementation="sdpa")
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    optimizer = pretraining_speed.hf_adamw(model.parameters(), 1e-5)
     features = classification_batch(batch)
     inputs = dict(input_ids=torch.tensor(features["input_word_ids"], dtype=torch.long),
                   attention_mask=torch.tensor(features["input_mask"], dtype=torch.long),
