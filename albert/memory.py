@@ -99,10 +99,11 @@ CPU_UPDATE_COPIES = 4
 CPU_HEAP_RETENTION = 0.9
 HEAP_BLOCK_LIMIT = 32 * 2 ** 20
 # A worker of several (MultiWorkerMirroredStrategy, one replica a process) also holds the
-# gradient all-reduce's copies: counted as this many float32 copies of the gradients. One copy
-# (the sums beside the gradients being summed) puts the two measured 2-worker peaks of
-# benchmarks/results/memory/workers_bert_large_xxlarge.json at 1.03 (BERT-large) and 0.88
-# (ALBERT-xxlarge) of the estimate's; no other worker count or shape was measured.
+# gradient all-reduce's copies: counted as this many float32 copies of the gradients. With one
+# copy (the sums beside the gradients being summed) the estimate is 1.03 (BERT-large) and 0.88
+# (ALBERT-xxlarge) of the two 2-worker peaks measured in
+# benchmarks/results/memory/workers_bert_large_xxlarge.json; no other worker count or shape was
+# measured.
 CPU_ALLREDUCE_GRADIENT_COPIES = 1.0
 
 
