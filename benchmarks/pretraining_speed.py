@@ -374,7 +374,8 @@ def measure_all(args, parser, inputs):
                  if k.startswith(prefix) and k != "ours@baseline"]
         return max(found) if found else None
 
-    report = {"config": args.config, "batch_size": args.batch_size, "seq_length": args.seq_length,
+    report = {"config": os.path.relpath(args.config, REPO),  # no path of this machine
+              "batch_size": args.batch_size, "seq_length": args.seq_length,
               "predictions": args.predictions, "results": summary}
     if best("ours") and best("model_garden"):
         report["ours_best_vs_model_garden_best"] = best("ours") / best("model_garden")
