@@ -67,15 +67,43 @@ depth() {  # $1: layers at paper size (3, 6, 24, 36: 1, 2, 8, 12 layers), $2: se
   local seed=$2 strategy=${3:-all-shared}
   for s in $(seq 1 "$seed"); do  # transitions of every finished 12-layer seed
     local name=base-L36-H768-E768-$strategy-SOP-dropout0.1; [ "$s" = 1 ] || name=$name-seed$s
-    local result=$MAIN/docs/paper/cpu-large-figure1-12layers/$name.json
-    [ -e "$result" ] || python -m albert.paper transitions --albert_config_file=$OUT/runs/$name/albert_config.json \
-        --checkpoint=$OUT/runs/$name/pretraining/model.ckpt-6000 --input_file=../paper48/large/heldout.txt \
-        --spm_model_file=$OUT/vocab/spm8000.model --label="$strategy, seed $s" --output=$result
+    transitions "$name" $OUT/runs/$name "$strategy, seed $s"
   done
+}
+transitions() {  # $1: run name, $2: its directory here, $3: label
+  local result=$MAIN/docs/paper/cpu-large-figure1-12layers/$1.json
+  [ ! -e "$result" ] || return 0
+  if [ ! -e "$2/pretraining/model.ckpt-6000.index" ]; then  # finished on a machine now gone
+    echo "note: no step-6000 checkpoint of $1 here; its transitions wait for retrain $1"; return 0
+  fi
+  python -m albert.paper transitions --albert_config_file=$2/albert_config.json \
+      --checkpoint=$2/pretraining/model.ckpt-6000 --input_file=../paper48/large/heldout.txt \
+      --spm_model_file=$OUT/vocab/spm8000.model --label="$3" --output=$result
+}
+retrain() {  # $1: a finished run whose checkpoint was lost with its machine before its transitions
+  # were computed: its own recorded command again, into retrained/ beside runs/ (without checkpoints),
+  # so that the first training's result files stay as they are. Resumes like any run.
+  local name=$1 dir=$OUT/retrained/$1 label=$2
+  local keep=$MAIN/$OUT/retrained/$1
+  [ ! -e "$MAIN/docs/paper/cpu-large-figure1-12layers/$name.json" ] || return 0
+  mkdir -p $dir
+  [ -e $dir/albert_config.json ] || cp -p $OUT/runs/$name/albert_config.json $dir/
+  sed -e "s#/runs/$name/#/retrained/$name/#g" $OUT/runs/$name/commands.sh > $dir/commands.sh
+  if ! python -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['evaluations'][-1]['step'] != 6000)" \
+      $dir/pretraining/eval_results.json 2>/dev/null; then
+    bash $dir/commands.sh
+  fi
+  mkdir -p $keep/pretraining
+  cp -p $dir/commands.sh $dir/albert_config.json $keep/
+  cp -p $dir/pretraining/eval_results.json $keep/pretraining/
+  transitions "$name" $dir "$label"
 }
 echo "runs start $(date -u +%FT%TZ)"
 for seeds in 1 2; do for layers in 3 6 24 36; do depth $layers $seeds; done; done
 depth 36 2 not-shared
+# The not-shared seed 1 finished on 2026-12-03 on a machine that was gone before its transitions
+# were computed (docs/paper-provenance.md): trained again from its recorded command for them.
+retrain base-L36-H768-E768-not-shared-SOP-dropout0.1 "not-shared, seed 1"
 for layers in 3 6 24 36; do depth $layers 3; done
 depth 36 3 not-shared
 echo "runs end $(date -u +%FT%TZ)"
