@@ -39,3 +39,18 @@ def test_each_committed_difference_verdict_is_judged_again_byte_for_byte(folder,
     committed = os.path.join(PAPER, folder)
     assert _same_bytes(output, os.path.join(committed, "criteria.json"))
     assert _same_bytes(tmp_path / "criteria.md", os.path.join(committed, "criteria.md"))
+
+
+@pytest.mark.slow
+def test_the_12_layer_figure1_verdict_is_judged_again_byte_for_byte(tmp_path):
+    committed = os.path.join(PAPER, "cpu-large-figure1-12layers")
+    transitions = sorted(name for name in os.listdir(committed)
+                         if name.startswith("base-") and name.endswith(".json"))
+    assert len(transitions) == 6  # 3 seeds of each model
+    for name in transitions:  # the judge's folder holds its runs and its own outputs only
+        shutil.copy(os.path.join(committed, name), tmp_path / name)
+    output = tmp_path / "criteria.json"
+    assert main(["criteria", "--table=1", "--from_layer=1", f"--figure_dir={tmp_path}",
+                 f"--output={output}"]) == 0
+    assert _same_bytes(output, os.path.join(committed, "criteria.json"))
+    assert _same_bytes(tmp_path / "criteria.md", os.path.join(committed, "criteria.md"))
