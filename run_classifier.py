@@ -21,6 +21,19 @@ and the file the GLUE server expects (e.g. MNLI-m.tsv); with --export_dir, a
 SavedModel. Feature caches <task>_train.tf_record / <task>_eval.tf_record
 (+ .settings.json) go to --cached_dir (default --output_dir) and are rebuilt
 when made with other settings.
+
+Your own labelled files instead of a GLUE task (CSV, TSV or JSON Lines; docs/finetuning.md):
+
+    python run_classifier.py --train_file=train.csv --validation_file=dev.csv \
+        --text_columns=text --label_column=label --output_dir=runs/mine \
+        --albert_config_file=albert_base/albert_config.json \
+        --init_checkpoint=albert_base/model.ckpt-best --spm_model_file=albert_base/30k-clean.model \
+        --do_train --do_eval --do_predict --test_file=new.csv --export_dir=served/mine
+
+The labels come from the training file (kept in the run directory's run_settings.json and
+labels.txt); eval_report.{json,md} and confusion_matrix.png describe model.ckpt-best on the
+validation file; test_predictions.<ext> holds every test row with its predicted label and each
+label's probability; the SavedModel takes raw strings.
 """
 
 import json
@@ -35,7 +48,11 @@ from albert.export.classifier import export_classifier
 from albert.finetuning_data.feature_cache import tokenizer_settings
 from albert.finetuning_data.glue import (TASKS, convert_examples, get_task, plan_cache,
                                          read_examples, write_cache)
-from albert.tasks.classification import (ClassificationTask, bucketed_logits, prediction_files,
+from albert.finetuning_data.labelled_files import FORMATS, TASK_TYPES, ColumnSpec
+from albert.tasks import file_classification
+from albert.export.text_classifier import export_text_classifier
+from albert.tasks.classification import (ClassificationTask, bucketed_logits,
+                                         classification_loss, prediction_files,
                                          predictions_from_logits, stack_features, write_predictions)
 
 # --- the original's 32 flags ---
@@ -85,7 +102,22 @@ flags.DEFINE_bool("task_preset", False,
                   "Use the paper's Table 14 settings for --task_name (configs/finetuning/"
                   "table14.json); explicit flags win.")
 flags.DEFINE_float("classifier_dropout", 0.1, "Dropout of the classification head.")
-flags.mark_flags_as_required(["data_dir", "task_name", "output_dir"])
+# --- a user's own labelled files (instead of --task_name and --data_dir) ---
+flags.DEFINE_string("train_file", None,
+                    "Training examples: a CSV, TSV or JSON Lines file, or comma-separated files "
+                    "and globs (shards); the labels are read from it.")
+flags.DEFINE_string("validation_file", None, "Evaluation examples (--do_eval), as --train_file.")
+flags.DEFINE_string("test_file", None,
+                    "Examples to predict (--do_predict), as --train_file; labels optional.")
+flags.DEFINE_enum("file_format", None, list(FORMATS),
+                  "Format of the files (default: from each file's extension).")
+flags.DEFINE_string("text_columns", "text",
+                    "The text column, or two comma-separated columns for a pair.")
+flags.DEFINE_string("label_column", "label", "The label column.")
+flags.DEFINE_enum("task_type", None, list(TASK_TYPES),
+                  "classification or regression (default: regression when the training labels "
+                  "are numbers that are not all integers).")
+flags.mark_flags_as_required(["output_dir"])
 
 FLAGS = flags.FLAGS
 PRESETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "finetuning",
@@ -123,20 +155,60 @@ def main(argv):
         carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
 
 
+def uses_files() -> bool:
+    """A user's own files (--train_file, ...) rather than a GLUE task."""
+    return any(FLAGS[name].value for name in ("train_file", "validation_file", "test_file"))
+
+
+def choose_task():
+    """(the task: a GlueTask or a FileTask, the training file's rows or None)."""
+    if not uses_files():
+        if not (FLAGS.task_name and FLAGS.data_dir):
+            raise InputError("Name a GLUE task (--task_name and --data_dir) or your own files "
+                             "(--train_file, --validation_file, --test_file)")
+        glue_task = get_task(FLAGS.task_name)
+        if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
+            raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
+                             "MNLI-trained --init_checkpoint")
+        return glue_task, None
+    if FLAGS.task_name or FLAGS.data_dir:
+        raise InputError("--task_name and --data_dir (a GLUE task) cannot be combined with "
+                         "--train_file, --validation_file or --test_file (your own files)")
+    for wanted, flag, name in ((FLAGS.do_train, "--do_train", "train_file"),
+                               (FLAGS.do_eval, "--do_eval", "validation_file"),
+                               (FLAGS.do_predict, "--do_predict", "test_file")):
+        if wanted and not FLAGS[name].value:
+            raise InputError(f"{flag} needs --{name}")
+    if FLAGS.train_file:
+        columns = ColumnSpec.from_flags(FLAGS.text_columns, FLAGS.label_column)
+        return file_classification.task_from_training_file(
+            FLAGS.train_file, FLAGS.file_format, columns, FLAGS.task_type)
+    init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
+    for directory in (FLAGS.output_dir, init_checkpoint and io.dirname(init_checkpoint)):
+        recorded = directory and file_classification.task_of_run(directory)
+        if recorded:
+            logging.info("Labels and columns of the run in %s: %s", directory,
+                         recorded.settings())
+            return recorded, None
+    raise InputError("Without --train_file the labels come from a run trained on files: "
+                     "--output_dir (or --init_checkpoint's directory) must hold one")
+
+
 def run_once():
-    """One run: the original's run_classifier.py, with the flags as they are."""
+    """One run: the original's run_classifier.py (or a user's files), with the flags as they are."""
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise InputError("At least one of --do_train, --do_eval, --do_predict or --export_dir "
                          "must be set")
-    glue_task = get_task(FLAGS.task_name)
-    if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
-        raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
-                         "MNLI-trained --init_checkpoint")
+    glue_task, train_rows = choose_task()
+    files = uses_files()
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     runtime = finetuning_cli.runtime_from_flags()
     strategy = finetuning.create_strategy(runtime)
     dropouts = {}
     if FLAGS.task_preset:
+        if files:
+            raise InputError("--task_preset holds the paper's settings of the GLUE tasks; with "
+                             "your own files set --learning_rate, --train_step, ... yourself")
         preset = apply_preset(glue_task.name)
         dropouts = {"hidden_dropout_prob": preset["albert_dropout"],
                     "attention_probs_dropout_prob": preset["albert_dropout"]}
@@ -147,14 +219,17 @@ def run_once():
                                               FLAGS.do_lower_case)
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     head_dims = {"C": glue_task.num_labels}
+    described = (f"{glue_task.name} ({glue_task.num_labels} labels)" if not files else
+                 f"the {glue_task.num_labels} labels of the training file" if glue_task.labels
+                 else "a regression task (1 output)")
     weights = finetuning.initial_weights(
-        runtime, config, init_checkpoint, "classifier", head_dims,
-        f"{glue_task.name} ({glue_task.num_labels} labels)")
+        runtime, config, init_checkpoint, "classifier", head_dims, described)
 
+    task_settings = glue_task.settings() if files else {"task": glue_task.name}
     task = ClassificationTask(
         config=config, glue_task=glue_task, max_seq_length=FLAGS.max_seq_length,
         head_dropout=FLAGS.classifier_dropout, initial_weights=weights,
-        settings={"task": glue_task.name, "max_seq_length": FLAGS.max_seq_length,
+        settings={**task_settings, "max_seq_length": FLAGS.max_seq_length,
                   **tokenizer_settings(tokenizer)})
     # The run directory and the settings are checked before any file is written (the data
     # order of a resumed training run too, in start_writing; a busy directory or a checkpoint
@@ -176,49 +251,93 @@ def run_once():
     caches = {}
     for wanted, split, suffix in ((FLAGS.do_train, "train", "train"),
                                   (FLAGS.do_eval, "dev", "eval")):
-        if wanted:
+        if not wanted:
+            continue
+        if files:
+            caches[split] = file_classification.plan_cache(
+                glue_task, FLAGS.train_file if split == "train" else FLAGS.validation_file,
+                FLAGS.file_format, split,
+                io.join(cached_dir, file_classification.CACHE_NAMES[split]),
+                FLAGS.max_seq_length, tokenizer, rows=train_rows if split == "train" else None)
+        else:
             caches[split] = plan_cache(glue_task, FLAGS.data_dir, split,
                                        io.join(cached_dir, f"{glue_task.name}_{suffix}.tf_record"),
                                        FLAGS.max_seq_length, tokenizer)
-    test_examples = (read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
-                     if FLAGS.do_predict else None)
+    test = None
+    if FLAGS.do_predict:
+        test = (file_classification.test_set(FLAGS.test_file, FLAGS.file_format, glue_task,
+                                             tokenizer.preprocess) if files else
+                read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess))
+    outputs = ([file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,
+                                                     FLAGS.file_format)] if files and test
+               else [] if files else prediction_files(FLAGS.output_dir, glue_task))
     finetuning.start_writing(directory, task, trainer, FLAGS.do_train, [
-        *(path for cache in caches.values() for path in cache.files()),
-        *prediction_files(FLAGS.output_dir, glue_task)])
+        *(path for cache in caches.values() for path in cache.files()), *outputs])
+    if files:
+        file_classification.write_run_extras(FLAGS.output_dir, glue_task, tokenizer)
     for cache in caches.values():
-        write_cache(cache, glue_task, FLAGS.max_seq_length, tokenizer)
+        if files:
+            file_classification.write_cache(cache, glue_task, FLAGS.max_seq_length, tokenizer)
+        else:
+            write_cache(cache, glue_task, FLAGS.max_seq_length, tokenizer)
     if "train" in caches:
         task.train_cache, task.train_records = caches["train"].path, caches["train"].records
     if "dev" in caches:
         task.eval_cache = caches["dev"].path
 
     finetuning.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
-    if FLAGS.do_predict or FLAGS.export_dir:
+    reports = files and FLAGS.do_eval and trainer.worker.is_chief
+    if FLAGS.do_predict or FLAGS.export_dir or reports:
         predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims,
-                           test_examples, trainer.config.jit_compile, trainer.worker.is_chief)
+                           test, trainer.config.jit_compile, trainer.worker.is_chief,
+                           report=reports)
 
 
-def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims, examples,
-                       jit_compile: bool, is_chief: bool = True):
+def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, head_dims, test,
+                       jit_compile: bool, is_chief: bool = True, report: bool = False):
     """--do_predict and --export_dir (the chief worker's; in float32), from model.ckpt-best
-    or a fine-tuned --init_checkpoint."""
+    or a fine-tuned --init_checkpoint; with `report` (a files run with --do_eval), the
+    evaluation report of model.ckpt-best first."""
     weights, source = finetuning.prediction_weights(
         runtime, FLAGS.output_dir, init_checkpoint, task.config, "classifier", head_dims,
         FLAGS.do_train, "Predicting" if FLAGS.do_predict else "Exporting")
     model = task.build_model()
     assign_model_weights(model, weights, source)
-    if FLAGS.do_predict:
-        features = stack_features(convert_examples(examples, glue_task, FLAGS.max_seq_length,
-                                                   tokenizer), glue_task.is_regression)
+    regression = glue_task.is_regression
+    if report:
+        features = task.eval_features()
+        logits = bucketed_logits(model, features, FLAGS.eval_batch_size, jit_compile)
+        _, predictions = predictions_from_logits(logits, regression)
+        labels = features["label_ids"]
+        written = file_classification.write_evaluation_report(
+            FLAGS.output_dir, glue_task, predictions, labels,
+            classification_loss(logits, labels, regression), source)
+        logging.info("Evaluation report of %s: %s", source, ", ".join(written))
+    if FLAGS.do_predict and uses_files():
+        probabilities, predictions = file_classification.predict(
+            model, glue_task, test.examples, tokenizer, FLAGS.max_seq_length,
+            FLAGS.predict_batch_size, jit_compile)
+        written = [file_classification.write_predictions(
+            file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,
+                                                 FLAGS.file_format),
+            test.rows, glue_task, probabilities, predictions)]
+        logging.info("Wrote %d predictions: %s", len(test.rows), ", ".join(written))
+    elif FLAGS.do_predict:
+        features = stack_features(convert_examples(test, glue_task, FLAGS.max_seq_length,
+                                                   tokenizer), regression)
         logits = bucketed_logits(model, features, FLAGS.predict_batch_size, jit_compile)
-        probabilities, predictions = predictions_from_logits(logits, glue_task.is_regression)
-        written = write_predictions(FLAGS.output_dir, glue_task, [e.guid for e in examples],
+        probabilities, predictions = predictions_from_logits(logits, regression)
+        written = write_predictions(FLAGS.output_dir, glue_task, [e.guid for e in test],
                                     probabilities, predictions)
-        logging.info("Wrote %d predictions: %s", len(examples), ", ".join(written))
+        logging.info("Wrote %d predictions: %s", len(test), ", ".join(written))
     if FLAGS.export_dir and is_chief:
-        export_classifier(finetuning.float32_model(task, weights, source), FLAGS.export_dir,
-                          FLAGS.max_seq_length, glue_task.is_regression,
-                          FLAGS.threshold_to_export)
+        exported = finetuning.float32_model(task, weights, source)
+        if uses_files():
+            export_text_classifier(exported, tokenizer, glue_task, FLAGS.export_dir,
+                                   FLAGS.max_seq_length)
+        else:
+            export_classifier(exported, FLAGS.export_dir, FLAGS.max_seq_length, regression,
+                              FLAGS.threshold_to_export)
         logging.info("Exported a SavedModel to %s", FLAGS.export_dir)
 
 

@@ -28,6 +28,7 @@ from albert import io
 from albert.finetuning_data.feature_cache import (FeatureCache, files_fingerprint,
                                       tokenizer_settings)
 from albert.errors import InputError
+from albert.evaluation.glue_metrics import glue_metrics
 from albert.records.example_proto import encode_example
 
 logger = logging.getLogger("albert")
@@ -72,6 +73,10 @@ class GlueTask:
     @property
     def is_regression(self) -> bool:
         return self.labels is None
+
+    def metrics(self, predictions, labels, loss: float) -> Dict[str, float]:
+        """The original's metrics of the task (and the leaderboard's extras)."""
+        return glue_metrics(self.name, predictions, labels, loss)
 
     @property
     def num_labels(self) -> int:

@@ -15,8 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert import io
-from albert.evaluation.glue_metrics import glue_metrics
 from albert.finetuning_data.glue import GlueTask, InputFeatures
+from albert.finetuning_data.labelled_files import FileTask
 from albert.modeling import AlbertClassifier
 from albert.tasks.finetuning import (CachedFeatureParser, FineTuningTask, bucketed_logits,
                                      cross_entropy, softmax)
@@ -52,12 +52,16 @@ def classification_loss(logits: np.ndarray, labels: np.ndarray, regression: bool
 
 @dataclasses.dataclass(kw_only=True)
 class ClassificationTask(FineTuningTask):
-    """Fine-tuning on one GLUE task (`glue_task`, from `albert.finetuning_data.glue.TASKS`).
+    """Fine-tuning a classifier (or regressor) on a sentence or a pair.
 
-    The other arguments are `FineTuningTask`'s.
+    `glue_task` says what is predicted and how it is scored: one of the original's GLUE
+    tasks (`albert.finetuning_data.glue.TASKS`) or a task read from a user's labelled files
+    (`albert.finetuning_data.labelled_files.FileTask`); both give `labels`,
+    `is_regression`, `num_labels`, `best_metric` and `metrics(...)`. The other arguments
+    are `FineTuningTask`'s.
     """
 
-    glue_task: GlueTask
+    glue_task: "GlueTask | FileTask"
 
     @property
     def best_metric(self) -> str:
@@ -86,8 +90,8 @@ class ClassificationTask(FineTuningTask):
         logits = bucketed_logits(model, features, config.eval_batch_size, config.jit_compile)
         _, predictions = predictions_from_logits(logits, regression)
         labels = features["label_ids"]
-        metrics = glue_metrics(self.glue_task.name, predictions, labels,
-                               classification_loss(logits, labels, regression))
+        metrics = self.glue_task.metrics(predictions, labels,
+                                         classification_loss(logits, labels, regression))
         # What the degenerate-run checks read (kept out of the journal's metrics).
         if regression:
             metrics.update(degenerate.regression_spread(predictions, labels))

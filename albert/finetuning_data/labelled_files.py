@@ -1,0 +1,345 @@
+"""A user's own labelled text files: CSV, TSV and JSON Lines, read into classification examples.
+
+`run_classifier.py --train_file/--validation_file/--test_file` and `python -m albert.predict`
+read their files here. The rules:
+
+* Format: from the extension (`.csv`, `.tsv`/`.tab`, `.jsonl`/`.json`/`.ndjson`, each
+  optionally `.gz`) or `--file_format`. A pattern may be a comma-separated list of files
+  and globs (sharded files), local or any URL TensorFlow's file layer reads.
+* CSV: the standard dialect (RFC 4180): fields may be quoted, and a quoted field may hold
+  commas, tabs, quotes (doubled) and line breaks. The first row names the columns.
+* TSV: a row ends at a line feed and fields are split at tabs; quotes are ordinary
+  characters (as in GLUE's files), so text holding quotes is read as it is. The first row
+  names the columns.
+* JSON Lines: one JSON object per line; its keys are the columns. Blank lines are skipped.
+* A UTF-8 byte-order mark is dropped and Windows line ends are read as line ends; a file
+  that is not UTF-8 is refused.
+
+Every mistake is an `InputError` naming the file, and the line or column where there is
+one, before anything is written.
+"""
+
+import collections
+import csv
+import dataclasses
+import io as std_io
+import json
+import logging
+import math
+import sys
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from albert import io
+from albert.errors import InputError
+from albert.evaluation.classification_report import classification_metrics, regression_metrics
+from albert.finetuning_data.glue import InputExample
+
+logger = logging.getLogger("albert")
+
+FORMATS = ("csv", "tsv", "jsonl")
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl",
+               ".json": "jsonl", ".ndjson": "jsonl"}
+CLASSIFICATION, REGRESSION = "classification", "regression"
+TASK_TYPES = (CLASSIFICATION, REGRESSION)
+# The csv module refuses fields over 131,072 characters by default; a document is longer.
+csv.field_size_limit(sys.maxsize)
+
+
+def file_format(path: str, given: Optional[str] = None) -> str:
+    """`given` (a --file_format value) or the format that `path`'s extension names."""
+    if given:
+        if given not in FORMATS:
+            raise InputError(f"--file_format must be one of {', '.join(FORMATS)}, not {given!r}")
+        return given
+    name = path[:-3] if path.endswith(".gz") else path
+    for extension, fmt in _EXTENSIONS.items():
+        if name.lower().endswith(extension):
+            return fmt
+    raise InputError(f"{path}: cannot tell the format from the extension; name it .csv, .tsv "
+                     f"or .jsonl, or pass --file_format ({', '.join(FORMATS)})")
+
+
+def _decoded(path: str) -> str:
+    """The file's text: UTF-8, without a byte-order mark."""
+    with io.open_binary_maybe_gzip(path) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8"
+                         ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One record of a file: its fields by column name and where it starts ("file:line")."""
+
+    where: str
+    fields: Dict[str, object]
+
+
+def _delimited_rows(path: str, text: str, fmt: str) -> Tuple[List[str], Iterator[Row]]:
+    """The header and the rows of a CSV or TSV file."""
+    if fmt == "csv":
+        # Lines end only at CR, LF or CR LF (not at U+2028 and the like, which text holds).
+        reader = csv.reader(std_io.StringIO(text, newline=""), strict=True)
+        records = []
+        start = 1
+        try:
+            for record in reader:
+                records.append((start, record))
+                start = reader.line_num + 1
+        except csv.Error as error:
+            raise InputError(f"{path}:{start}: {error} (a quoted field must end with a quote)"
+                             ) from None
+    else:
+        records = [(number, line.split("\t")) for number, line
+                   in enumerate(io.split_lines(text), start=1)]
+    records = [(number, record) for number, record in records
+               if record and not (len(record) == 1 and record[0] == "")]
+    if not records:
+        raise InputError(f"{path} is empty: a header row naming the columns and one row per "
+                         "example are needed")
+    (_, header), body = records[0], records[1:]
+    header = [name.strip() for name in header]
+
+    def rows():
+        for number, record in body:
+            if len(record) != len(header):
+                raise InputError(f"{path}:{number}: {len(record)} fields, the header has "
+                                 f"{len(header)} ({', '.join(header)})")
+            yield Row(f"{path}:{number}", dict(zip(header, record)))
+
+    return header, rows()
+
+
+def _json_rows(path: str, text: str) -> Tuple[List[str], Iterator[Row]]:
+    lines = [(number, line) for number, line in enumerate(io.split_lines(text), start=1)
+             if line.strip()]
+    if not lines:
+        raise InputError(f"{path} is empty: one JSON object per line is needed")
+    parsed = []
+    for number, line in lines:
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{path}:{number}: not a JSON object ({error.msg})") from None
+        if not isinstance(value, dict):
+            raise InputError(f"{path}:{number}: a JSON object per line is needed, found "
+                             f"{type(value).__name__}")
+        parsed.append(Row(f"{path}:{number}", value))
+    header = list(parsed[0].fields)
+    return header, iter(parsed)
+
+
+def read_rows(pattern: str, given_format: Optional[str], columns: Sequence[str],
+              what: str) -> Tuple[List[str], List[Row]]:
+    """(each file's header, rows) of every file of `pattern`; `columns` must be in each file.
+
+    `what` names the flag in errors (e.g. "--train_file")."""
+    paths = io.expand_file_patterns(pattern, what)
+    all_rows: List[Row] = []
+    header: List[str] = []
+    for path in paths:
+        fmt = file_format(path, given_format)
+        text = _decoded(path)
+        header, rows = (_json_rows(path, text) if fmt == "jsonl"
+                        else _delimited_rows(path, text, fmt))
+        for row in rows:
+            missing = [name for name in columns if name not in row.fields]
+            if missing:
+                where = path if fmt != "jsonl" else row.where
+                raise InputError(
+                    f"{where}: no column {', '.join(map(repr, missing))} ({what}); its columns "
+                    f"are {', '.join(map(repr, row.fields)) or 'none'}"
+                    + ("" if fmt == "jsonl" else " (is its first row a header?)"))
+            all_rows.append(row)
+        if not all_rows and fmt != "jsonl":
+            missing = [name for name in columns if name not in header]
+            if missing:
+                raise InputError(f"{path}: no column {', '.join(map(repr, missing))} ({what}); "
+                                 f"its columns are {', '.join(map(repr, header))}")
+    if not all_rows:
+        raise InputError(f"{pattern} ({what}) holds no examples, only a header")
+    return header, all_rows
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnSpec:
+    """Which columns hold the text (one, or a pair) and the label."""
+
+    text_columns: Tuple[str, ...]
+    label_column: str
+
+    @classmethod
+    def from_flags(cls, text_columns: str, label_column: str) -> "ColumnSpec":
+        names = tuple(name.strip() for name in text_columns.split(",") if name.strip())
+        if len(names) not in (1, 2):
+            raise InputError(f"--text_columns names one column or two (a pair), not "
+                             f"{text_columns!r}")
+        if not label_column.strip():
+            raise InputError("--label_column is empty")
+        return cls(names, label_column.strip())
+
+
+def _text(row: Row, column: str) -> str:
+    value = row.fields[column]
+    text = "" if value is None else str(value)
+    if not text.strip():
+        raise InputError(f"{row.where}: the text in column {column!r} is empty")
+    return text
+
+
+def _label_text(row: Row, column: str) -> str:
+    value = row.fields[column]
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise InputError(f"{row.where}: label {value!r} in column {column!r} is not a class "
+                         "name or a number")
+    text = str(value).strip()
+    if not text:
+        raise InputError(f"{row.where}: the label in column {column!r} is empty")
+    return text
+
+
+def _number(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class FileTask:
+    """A classification or regression task read from a user's files.
+
+    Stands where a `GlueTask` stands in the fine-tuning path: its labels (None for
+    regression, else the class names in their fixed order: numerically for integer labels,
+    else alphabetically), the metric that picks the best checkpoint and the metrics of an
+    evaluation.
+    """
+
+    columns: ColumnSpec
+    labels: Optional[Tuple[str, ...]]
+    #: what a model that learned nothing answers: the commonest training label's index, or
+    #: the training labels' mean (regression)
+    baseline: Optional[float] = None
+    name: str = "custom"
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.labels is None else len(self.labels)
+
+    @property
+    def best_metric(self) -> str:
+        return "pearson" if self.is_regression else "eval_accuracy"
+
+    @property
+    def task_type(self) -> str:
+        return REGRESSION if self.is_regression else CLASSIFICATION
+
+    def metrics(self, predictions, labels, loss: float) -> Dict[str, float]:
+        if self.is_regression:
+            return regression_metrics(predictions, labels, loss, self.baseline)
+        return classification_metrics(predictions, labels, self.labels, loss,
+                                      None if self.baseline is None else int(self.baseline))
+
+    def settings(self) -> dict:
+        """What the run directory keeps of the task (run_settings.json)."""
+        return {"task": self.name, "task_type": self.task_type,
+                "text_columns": list(self.columns.text_columns),
+                "label_column": self.columns.label_column,
+                "labels": None if self.labels is None else list(self.labels),
+                "baseline": self.baseline}
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> "FileTask":
+        labels = settings.get("labels")
+        return cls(ColumnSpec(tuple(settings["text_columns"]), settings["label_column"]),
+                   None if labels is None else tuple(labels), settings.get("baseline"))
+
+    def examples(self, rows: Sequence[Row], preprocess, labelled: bool,
+                 split: str) -> List[InputExample]:
+        """`rows` as examples; with `labelled`, every label must be one of the task's."""
+        examples = []
+        text_a_column, *rest = self.columns.text_columns
+        for index, row in enumerate(rows):
+            text_a = preprocess(_text(row, text_a_column))
+            text_b = preprocess(_text(row, rest[0])) if rest else None
+            label = self.placeholder
+            if labelled:
+                label = self._label(row)
+            examples.append(InputExample(f"{split}-{index}", text_a, text_b, label))
+        return examples
+
+    @property
+    def placeholder(self):
+        return 0.0 if self.is_regression else self.labels[0]
+
+    def _label(self, row: Row):
+        text = _label_text(row, self.columns.label_column)
+        if self.is_regression:
+            value = _number(text)
+            if value is None:
+                raise InputError(f"{row.where}: label {text!r} is not a number (this is a "
+                                 "regression task)")
+            return value
+        if text not in self.labels:
+            canonical = _canonical_integer(text)
+            if canonical in self.labels:
+                return canonical
+            shown = ", ".join(self.labels[:20]) + (", ..." if len(self.labels) > 20 else "")
+            raise InputError(f"{row.where}: label {text!r} was never seen in the training file "
+                             f"(its labels: {shown})")
+        return text
+
+
+def _canonical_integer(text: str) -> str:
+    """'01', '+1' and '1.0' name the class '1' when the labels are integers."""
+    number = _number(text)
+    return str(int(number)) if number is not None and number == int(number) else text
+
+
+def infer_task(rows: Sequence[Row], columns: ColumnSpec, task_type: Optional[str]) -> FileTask:
+    """The task the training rows define: regression or classification, and the labels.
+
+    Without `task_type`, labels that are all numbers and not all integers make a regression
+    task; anything else (words, or integers) is classification, said in the log."""
+    texts = [_label_text(row, columns.label_column) for row in rows]
+    if task_type not in (None, *TASK_TYPES):
+        raise InputError(f"--task_type must be one of {', '.join(TASK_TYPES)}, not {task_type!r}")
+    numbers = [_number(text) for text in texts]
+    all_numbers = all(value is not None for value in numbers)
+    if task_type is None:
+        integers = all_numbers and all(value == int(value) for value in numbers)
+        task_type = REGRESSION if all_numbers and not integers else CLASSIFICATION
+        logger.info("--task_type not given: the labels of column %r are %s, so this is %s%s",
+                    columns.label_column,
+                    "integers" if integers else "numbers" if all_numbers else "words",
+                    task_type, " (pass --task_type=regression to predict them as numbers)"
+                    if integers else "")
+    if task_type == REGRESSION:
+        for row, text, value in zip(rows, texts, numbers):
+            if value is None:
+                raise InputError(f"{row.where}: label {text!r} is not a number (this is a "
+                                 "regression task)")
+        return FileTask(columns, None, float(np.mean(numbers)))
+    if all_numbers and all(value == int(value) for value in numbers):
+        texts = [str(int(value)) for value in numbers]
+        labels = sorted(set(texts), key=int)
+    else:
+        labels = sorted(set(texts))
+    if len(labels) < 2:
+        raise InputError(f"{rows[0].where.rsplit(':', 1)[0]}: every label in column "
+                         f"{columns.label_column!r} is {labels[0]!r}; a classifier needs at "
+                         "least two classes")
+    counts = collections.Counter(texts)
+    commonest = max(labels, key=lambda label: (counts[label], -labels.index(label)))
+    return FileTask(columns, tuple(labels), float(labels.index(commonest)))

@@ -1,0 +1,216 @@
+"""Classification on a user's own files: the task, its feature caches, predictions and report.
+
+What `run_classifier.py --train_file/--validation_file/--test_file` and
+`python -m albert.predict` add to the GLUE path; the training loop, the caches'
+reuse rules, best checkpoint, restarts and export are the GLUE path's own.
+
+Files written into the run directory besides the GLUE path's:
+* `run_settings.json` holds the task (`task_type`, `text_columns`, `label_column`,
+  `labels` in their fixed order, `baseline`) with the feature settings, so evaluation,
+  prediction and export of the run need no flags for them; `labels.txt` lists the labels,
+  one a line, in the order of the model's outputs;
+* `spm.model` (or `vocab.txt`): the vocabulary the run was tokenized with;
+* `custom_train.tf_record`, `custom_eval.tf_record`: the feature caches (in --cached_dir);
+* `eval_report.{json,md}`, `confusion_matrix.png`: model.ckpt-best on the validation file;
+* `test_predictions.<csv|tsv|jsonl>`: every test row with `prediction` and, for
+  classification, `probability_<label>` for each label.
+"""
+
+import csv
+import dataclasses
+import io as std_io
+import json
+import logging
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from albert import io
+from albert.errors import InputError
+from albert.evaluation import classification_report
+from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
+from albert.finetuning_data.glue import convert_example, serialize_features
+from albert.finetuning_data.labelled_files import (ColumnSpec, FileTask, Row, file_format,
+                                                   infer_task, read_rows)
+from albert.tasks.finetuning import RUN_SETTINGS_FILE
+
+logger = logging.getLogger("albert")
+
+LABELS_FILE = "labels.txt"
+SPM_FILE = "spm.model"
+VOCAB_FILE = "vocab.txt"
+PREDICTIONS_STEM = "test_predictions"
+CACHE_NAMES = {"train": "custom_train.tf_record", "dev": "custom_eval.tf_record"}
+
+
+def task_from_training_file(pattern: str, fmt: Optional[str], columns: ColumnSpec,
+                            task_type: Optional[str]):
+    """(task, rows) of the training file(s)."""
+    _, rows = read_rows(pattern, fmt, (*columns.text_columns, columns.label_column),
+                        "--train_file")
+    return infer_task(rows, columns, task_type), rows
+
+
+def task_of_run(directory: str) -> Optional[FileTask]:
+    """The task recorded in a run directory's run_settings.json (None: not a files run)."""
+    path = io.join(directory, RUN_SETTINGS_FILE)
+    if not io.exists(path):
+        return None
+    settings = io.read_json(path)
+    if "task_type" not in settings:
+        return None
+    return FileTask.from_settings(settings)
+
+
+def labelled_rows(pattern: str, fmt: Optional[str], task: FileTask, what: str) -> List[Row]:
+    columns = task.columns
+    return read_rows(pattern, fmt, (*columns.text_columns, columns.label_column), what)[1]
+
+
+@dataclasses.dataclass
+class TestSet:
+    """The rows of --test_file (or albert.predict's input) and their examples."""
+
+    rows: List[Row]
+    examples: List
+
+
+def test_set(pattern: str, fmt: Optional[str], task: FileTask, preprocess,
+             what: str = "--test_file") -> TestSet:
+    """Examples to predict; a label column, if any, is kept as an ordinary column."""
+    _, rows = read_rows(pattern, fmt, task.columns.text_columns, what)
+    return TestSet(rows, task.examples(rows, preprocess, labelled=False, split="test"))
+
+
+def plan_cache(task: FileTask, pattern: str, fmt: Optional[str], split: str, cache_path: str,
+               max_seq_length: int, tokenizer, rows: Optional[List[Row]] = None) -> FeatureCache:
+    """A split's cache: reused when made from the same files with the same settings."""
+    what = "--train_file" if split == "train" else "--validation_file"
+    paths = io.expand_file_patterns(pattern, what)
+    settings = {**task.settings(), "split": split, "max_seq_length": max_seq_length,
+                **tokenizer_settings(tokenizer), "source_sha256": files_fingerprint(paths)}
+
+    def read():
+        examples_rows = rows if rows is not None else labelled_rows(pattern, fmt, task, what)
+        return task.examples(examples_rows, tokenizer.preprocess, labelled=True, split=split)
+
+    return FeatureCache.plan(cache_path, settings, read)
+
+
+def write_cache(cache: FeatureCache, task: FileTask, max_seq_length: int, tokenizer) -> int:
+    return cache.write(lambda example: serialize_features(
+        convert_example(example, task, max_seq_length, tokenizer), task.is_regression))
+
+
+def vocabulary_file(tokenizer) -> tuple:
+    """(file name, bytes) of the tokenizer's vocabulary, kept in the run directory."""
+    proto = getattr(tokenizer, "model_proto", None)
+    if proto is not None:
+        return SPM_FILE, proto
+    return VOCAB_FILE, ("\n".join(tokenizer.vocab_words) + "\n").encode("utf-8")
+
+
+def write_run_extras(output_dir: str, task: FileTask, tokenizer) -> None:
+    """labels.txt and the vocabulary, beside the run's checkpoints (once; same content)."""
+    if task.labels is not None:
+        io.write_text_atomically(io.join(output_dir, LABELS_FILE),
+                                 "".join(f"{label}\n" for label in task.labels))
+    name, content = vocabulary_file(tokenizer)
+    path = io.join(output_dir, name)
+    if not io.exists(path) or io.read_bytes(path) != content:
+        io.write_bytes_atomically(path, content)
+
+
+def predictions_path(output_dir: str, test_pattern: str, fmt: Optional[str]) -> str:
+    first = io.expand_file_patterns(test_pattern, "--test_file")[0]
+    return io.join(output_dir, f"{PREDICTIONS_STEM}.{file_format(first, fmt)}")
+
+
+def prediction_columns(task: FileTask) -> List[str]:
+    if task.is_regression:
+        return ["prediction"]
+    return ["prediction", *(f"probability_{label}" for label in task.labels)]
+
+
+def prediction_fields(task: FileTask, probabilities: np.ndarray,
+                      predictions: np.ndarray) -> List[Dict[str, object]]:
+    """Per example: the predicted label (or score) and each label's probability."""
+    if task.is_regression:
+        return [{"prediction": float(value)} for value in predictions]
+    return [{"prediction": task.labels[int(index)],
+             **{f"probability_{label}": float(p) for label, p in zip(task.labels, row)}}
+            for index, row in zip(predictions, probabilities)]
+
+
+def format_rows(fmt: str, columns: Sequence[str], records: Sequence[Dict[str, object]]) -> str:
+    """`records` as a CSV (quoted where needed), TSV or JSON Lines text, with a header."""
+    if fmt == "jsonl":
+        return "".join(json.dumps({c: record.get(c) for c in columns}, ensure_ascii=False) + "\n"
+                       for record in records)
+    if fmt == "csv":
+        buffer = std_io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for record in records:
+            writer.writerow([_plain(record.get(c)) for c in columns])
+        return buffer.getvalue()
+    for record in records:
+        for column in columns:
+            value = _plain(record.get(column))
+            if "\t" in value or "\n" in value:
+                raise InputError(f"column {column!r} holds a tab or line break, which a TSV "
+                                 "cannot hold; predict into a .csv or .jsonl file")
+    return "".join("\t".join(_plain(record.get(c)) for c in columns) + "\n"
+                   for record in [dict(zip(columns, columns)), *records])
+
+
+def _plain(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def write_predictions(path: str, rows: Sequence[Row], task: FileTask, probabilities,
+                      predictions) -> str:
+    """Every input row with its prediction columns, in the input's format (atomically)."""
+    fmt = file_format(path)
+    added = prediction_columns(task)
+    inputs = [name for name in (rows[0].fields if rows else {}) if name not in added]
+    records = [{**row.fields, **fields} for row, fields
+               in zip(rows, prediction_fields(task, probabilities, predictions))]
+    io.write_text_atomically(path, format_rows(fmt, [*inputs, *added], records))
+    return path
+
+
+PREDICTION_CHUNK = 4096   # rows tokenized and predicted together (memory stays flat)
+
+
+def predict(model, task: FileTask, examples: Sequence, tokenizer, max_seq_length: int,
+            batch_size: int, jit_compile: bool = False, progress=None):
+    """(probabilities, predictions) of `examples`, in order: chunks of rows, each on
+    length-bucketed batches (as every evaluation here); `progress.update(n)` per chunk."""
+    from albert.finetuning_data.glue import convert_examples
+    from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
+                                             stack_features)
+    parts = []
+    for start in range(0, len(examples), PREDICTION_CHUNK):
+        chunk = examples[start:start + PREDICTION_CHUNK]
+        features = stack_features(convert_examples(chunk, task, max_seq_length, tokenizer),
+                                  task.is_regression)
+        parts.append(bucketed_logits(model, features, batch_size, jit_compile))
+        if progress is not None:
+            progress.update(len(chunk))
+    logits = (np.concatenate(parts) if parts
+              else np.zeros((0, task.num_labels), np.float32))
+    return predictions_from_logits(logits, task.is_regression)
+
+
+def write_evaluation_report(output_dir: str, task: FileTask, predictions, labels, loss: float,
+                            checkpoint: str) -> List[str]:
+    result = classification_report.report(predictions, labels, task.labels, loss,
+                                          None if task.baseline is None
+                                          else (task.baseline if task.is_regression
+                                                else int(task.baseline)))
+    return classification_report.write_report(output_dir, result, checkpoint)
