@@ -26,7 +26,7 @@ from albert.paper.criteria import Evaluations, judge
 from albert.paper.criteria import format_markdown as format_criteria
 from albert.paper.criteria import plot as plot_criteria
 from albert.paper.params import format_markdown, parameter_rows
-from albert.paper.preregistrations import DESIGNS
+from albert.paper.preregistrations import DESIGNS, WARM_STARTED_DESIGNS
 from albert.paper.report import build_report, write_report
 from albert.paper.reproduce import Reproduction, evaluate_checkpoint, record_predictions
 from albert.paper.scales import SCALES
@@ -55,6 +55,39 @@ def _select_cells(table, only):
                           f"{table.number}; its cells are "
                           f"{'; '.join(cell.label for cell in table.cells)}")
     return cells
+
+
+# --precision: run_pretraining.py's --mixed_precision for every run, whatever the CPU.
+PRECISIONS = {"float32": "none", "bfloat16": "mixed_bfloat16"}
+
+
+def depth_ladder(cell, layers: int, previous_depths: str):
+    """`cell` at `layers` (paper depth); with `previous_depths` ("3,6,12", ascending, each below
+    `layers`), warm-started from the same cell at the deepest of them, which is warm-started
+    from the next, down to the first, trained from scratch: the paper's Table 11 protocol."""
+    depths = [int(value) for value in previous_depths.split(",") if value.strip()] \
+        if previous_depths else []
+    if any(depth < 1 for depth in depths) or depths != sorted(set(depths)) or \
+            (depths and depths[-1] >= layers):
+        raise InputError(f"--warm_start_from_previous_depth={previous_depths}: ascending paper "
+                         f"depths, each below --layers={layers}")
+    previous = None
+    for depth in [*depths, layers]:
+        previous = dataclasses.replace(cell, num_hidden_layers=depth, warm_start_from=previous)
+    return previous
+
+
+def scaled_widths(cells, hidden_sizes: str, width_divisor: int):
+    """Table 12's cells at the hidden sizes given for the scale (one per cell, in order), in
+    place of the paper's widths divided by the scale (which the scale's 4 heads do not
+    divide). Each cell's paper-size width becomes `size × width_divisor`, so the scale gives
+    exactly `size` (and a feed-forward of 4 × size); run names carry the paper-size width."""
+    sizes = [int(value) for value in hidden_sizes.split(",") if value.strip()]
+    if len(sizes) != len(cells) or any(size < 1 for size in sizes):
+        raise InputError(f"--hidden_sizes={hidden_sizes}: one positive size per cell "
+                         f"({len(cells)}: {'; '.join(cell.label for cell in cells)})")
+    return [dataclasses.replace(cell, hidden_size=size * width_divisor)
+            for cell, size in zip(cells, sizes)]
 
 
 def _reproduce(args) -> int:
@@ -90,9 +123,18 @@ def _reproduce(args) -> int:
         if args.layers < 1:
             raise InputError(f"--layers must be at least 1, got {args.layers}")
         # Table 11's comparison (depth) on any table's cells: the run names say the depth.
-        cells = [dataclasses.replace(cell, num_hidden_layers=args.layers) for cell in cells]
+        cells = [depth_ladder(cell, args.layers, args.warm_start_from_previous_depth)
+                 for cell in cells]
+    elif args.warm_start_from_previous_depth:
+        raise InputError("--warm_start_from_previous_depth needs --layers (the ladder's top)")
+    if args.hidden_sizes:
+        cells = scaled_widths(cells, args.hidden_sizes, scale.width_divisor)
+    if args.precision:
+        # One precision for every run of a pre-registration, whatever this CPU has.
+        scale = dataclasses.replace(scale, mixed_precision=PRECISIONS[args.precision])
     stem = (f"table{table.number}" + ("" if args.dropout is None else f"-dropout{args.dropout:g}")
-            + ("" if args.layers is None else f"-layers{args.layers}"))
+            + ("" if args.layers is None else f"-layers{args.layers}")
+            + ("-warm" if args.warm_start_from_previous_depth else ""))
     execute = args.run or scale.runs_by_default
     reproduction = Reproduction(args.output_dir, scale, os.path.abspath(args.corpus),
                                 os.path.abspath(args.heldout),
@@ -228,6 +270,12 @@ def _criteria(args) -> int:
     if args.table in MODULE_CRITERIA or args.table in DESIGNS:
         if args.plot and importlib.util.find_spec("matplotlib") is None:
             raise InputError("--plot needs matplotlib: pip install -e '.[demo]'")
+        if args.warm_started:
+            if args.table not in WARM_STARTED_DESIGNS:
+                raise InputError(f"--warm_started: only Table(s) "
+                                 f"{', '.join(map(str, WARM_STARTED_DESIGNS))} have a "
+                                 "warm-started pre-registration")
+            return difference_criteria.judge_command(WARM_STARTED_DESIGNS[args.table], args)
         if args.table in DESIGNS:
             return difference_criteria.judge_command(DESIGNS[args.table], args)
         return importlib.import_module(MODULE_CRITERIA[args.table]).judge_command(args)
@@ -352,6 +400,19 @@ def build_parser() -> argparse.ArgumentParser:
                                 "their own (the scale divides it as any depth: the cpu scale's "
                                 "ceil(layers / 3), so 3, 6, 12, 24, 36 give 1, 2, 4, 8, 12 "
                                 "layers); the table is written as table<N>-layers<value>.*")
+    reproduce.add_argument("--warm_start_from_previous_depth", default=None,
+                           help="with --layers: the paper depths below it, ascending, e.g. "
+                                "'3,6,12,24' for --layers=36; each depth starts from the final "
+                                "checkpoint of the one before (the first from scratch), as the "
+                                "paper trained Table 11; run names end in -from-L<depth>")
+    reproduce.add_argument("--hidden_sizes", default=None,
+                           help="the cells' hidden sizes at the scale, one per cell in order "
+                                "(Table 12 at cpu scale: 128,256,512,768, the paper's 1024, "
+                                "2048, 4096, 6144 in the same 1:2:4:6 ratios from the scale's H=128); the "
+                                "feed-forward size is 4× each")
+    reproduce.add_argument("--precision", choices=sorted(PRECISIONS), default=None,
+                           help="compute every run in this precision (default: the scale's; "
+                                "cpu: bfloat16 where the CPU has it natively, else float32)")
     evaluate = _add_command(
         commands, "evaluate", "masked-LM and sentence accuracy of checkpoints on held-out "
                               "records, the margin over each set's majority share with a "
@@ -377,8 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     criteria.add_argument("--table", type=int,
                           choices=sorted({*CRITERIA_DEFAULTS, *MODULE_CRITERIA, *DESIGNS}),
                           default=5,
-                          help="5, 4, 3 (embedding size), 8 (dropout), 11 (depth) or 1 "
+                          help="5, 4, 3 (embedding size), 8 (dropout), 11 (depth), 12 (width) or 1 "
                                "(Figure 1)")
+    criteria.add_argument("--warm_started", action="store_true",
+                          help="Table 11: judge the ladder trained as the paper trained it, each "
+                               "depth from the one before (reproduce "
+                               "--warm_start_from_previous_depth)")
     criteria.add_argument("--from_layer", type=int, default=0,
                           help="Figure 1 only: the roughness sums the changes after this layer "
                                "(the 12-layer pre-registration: 1, with its criterion (c))")

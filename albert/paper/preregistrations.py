@@ -1,6 +1,7 @@
 """The pre-registered designs of the ablation tables judged on differences of cells' held-out
 masked-LM accuracies (docs/paper.md): Table 3 (embedding size), Table 4 (cross-layer sharing),
-Table 8 (dropout) and Table 11 (depth), as data.
+Table 8 (dropout), Table 11 (depth; also as the paper trained it, each depth warm-started from
+the one before) and Table 12 (width), as data.
 
 A design names its cells (their run directories and seeds), its criteria (each a verdict rule
 over signed differences of cells, signed so that the paper's claim is positive), the
@@ -337,4 +338,61 @@ TABLE11 = Design(
     ),
     descriptive=(_gain(12, 8), _gain(12, 1)))
 
-DESIGNS: Dict[int, Design] = {design.table: design for design in (TABLE3, TABLE4, TABLE8, TABLE11)}
+# ------------------------------------------- Table 11 as the paper trained it: warm-started depths
+# Pre-registered 2026-12-06, before any of its runs: the ladder above, each depth from 2 layers
+# on initialised from the final (step-6,000) checkpoint of the depth before (the first from
+# scratch) and trained 6,000 more steps with the same schedule; 3 seeds a depth, float32.
+WARM_FROM = {3: None, 6: 3, 12: 6, 24: 12, 36: 24}   # paper depth -> the depth it starts from
+
+
+def _warm_run(layers: int) -> str:
+    previous = WARM_FROM[layers]
+    return _run(768, ALL, layers=layers) + ("" if previous is None else f"-from-L{previous}")
+
+
+TABLE11_WARM = dataclasses.replace(
+    TABLE11, heading="criteria of Table 11 (depth), each depth warm-started from the previous",
+    runs_name="warm-started Table 11",
+    plot_title="Table 11 warm-started, step {final_step:,} of each depth, {seeds}",
+    cells=tuple(Cell(_t11(depth), _warm_run(layers)) for depth, layers in DEPTHS.items()))
+
+# ------------------------------------------------------------------ Table 12: width
+# Pre-registered 2026-12-06, before any of its runs: a 1-layer (3 ÷ 3) all-shared ALBERT-large
+# (E = 128 ÷ 6 = 21, 4 heads) at H = 128, 256, 512, 768 (the paper's 1024, 2048, 4096, 6144 in
+# the same 1:2:4:6 ratios, from the cpu scale's H=128; 1024 ÷ 6 is no multiple of 4 heads),
+# feed-forward 4H, 6,000 steps, 2 seeds a width, float32.
+WIDTHS = {1024: 128, 2048: 256, 4096: 512, 6144: 768}   # the paper's H -> H at the cpu scale
+
+
+def _t12(paper_width: int) -> str:
+    return f"hidden={paper_width}"
+
+
+def _wider(wide: int, narrow: int) -> Difference:
+    return pair(f"A{wide} − A{narrow}", _t12(wide), _t12(narrow))
+
+
+TABLE12 = Design(
+    table=12, runs_name="Table 12", owner="Table 12",
+    heading="criteria of Table 12 (width)", signed=SIGNED,
+    seeds_phrase="{seeds_text} per width",
+    plot_title="Table 12, step {final_step:,}, {seeds}",
+    seed_groups=(SeedGroup(),), seeds=2,
+    # Run names carry the paper-size width that the cpu scale divides by 6 (128 × 6 = 768, ...).
+    cells=tuple(Cell(_t12(paper), f"large-L3-H{6 * width}-E128-{ALL}-SOP-dropout0.1")
+                for paper, width in WIDTHS.items()),
+    criteria=(
+        Criterion("a", "wider is better up to H=4096 (the paper: 71.2, 74.6, 76.3)",
+                  EACH_JUDGED_APART, (_wider(2048, 1024), _wider(4096, 2048))),
+        Criterion("b", "the widest is worse than H=4096 (the paper: 74.0 against 76.3)",
+                  EACH_JUDGED_APART,
+                  (pair("A4096 − A6144", _t12(4096), _t12(6144)),)),
+        Criterion("c", "every seed agrees", SEEDS_AGREE, over=("a", "b"),
+                  agreement_key="{difference}"),
+    ),
+    descriptive=(_wider(6144, 1024), _wider(4096, 1024)))
+
+DESIGNS: Dict[int, Design] = {design.table: design
+                              for design in (TABLE3, TABLE4, TABLE8, TABLE11, TABLE12)}
+# `criteria --warm_started`: the same table trained as the paper trained it.
+WARM_STARTED_DESIGNS: Dict[int, Design] = {11: TABLE11_WARM}
