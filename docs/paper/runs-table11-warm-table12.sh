@@ -48,6 +48,19 @@ mkdir -p $DATA/vocab $DATA/data
 python -c "import json; s=json.load(open('$DATA/data/heldout-sop.tfrecord.summary.json')); assert (s['instances'], s['masked_tokens']) == (17229, 167245), s"
 for out in $T11 $T12; do   # each reproduction's vocab/ and data/: links to the one copy
   mkdir -p ../warm-tree/$out/vocab ../warm-tree/$out/data
+  # The manifest `reproduce` would write (float32 cpu scale, this corpus), first: it refuses a
+  # directory that holds files but no manifest.
+  [ -e ../warm-tree/$out/reproduce.json ] || (cd ../warm-tree && python - "$out" <<'PY'
+import dataclasses, os, sys
+from albert import io
+from albert.paper.__main__ import PRECISIONS
+from albert.paper.scales import SCALES, scale_settings
+scale = dataclasses.replace(SCALES["cpu"], mixed_precision=PRECISIONS["float32"])
+io.write_json_atomically(os.path.join(sys.argv[1], "reproduce.json"), {
+    "scale": scale_settings(scale), "corpus": os.path.abspath("../paper48/large/train.txt"),
+    "heldout": os.path.abspath("../paper48/large/heldout.txt"), "spm_model_file": None})
+PY
+  )
   for file in $DATA/vocab/* $DATA/data/*; do
     target=../warm-tree/$out/${file#$DATA/}
     [ -e "$target" ] || ln "$file" "$target"
