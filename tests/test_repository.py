@@ -140,3 +140,18 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
                 if anchor not in {_heading_anchor(h) for h in headings}:
                     broken.append(f"{os.path.relpath(page, REPO)}: {target} (no such heading)")
     assert broken == []
+
+
+def test_the_readmes_results_are_the_scorecards_verdicts():
+    """The README's results block is made from docs/paper.md's scorecard (python -m albert.paper
+    readme): a verdict changed on one page and not the other fails here."""
+    from albert.paper import readme_table
+
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    paper_md = open(os.path.join(REPO, "docs", "paper.md"), encoding="utf-8").read()
+    assert readme_table.updated_readme(readme, paper_md) == readme, (
+        "README.md's results are stale: run python -m albert.paper readme")
+    date, rows = readme_table.scorecard(paper_md)
+    assert f"as of **{date}**" in readme and len(rows) == 16
+    stale = readme_table.updated_readme(readme, paper_md.replace("**reproduced**", "**gone**", 1))
+    assert stale != readme

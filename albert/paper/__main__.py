@@ -256,6 +256,9 @@ MODULE_COMMANDS = {
     "speed": ("albert.paper.speed",
               "training throughput of BERT and ALBERT sizes on this machine, one process and "
               "several workers (the paper's Table 2 speed column)"),
+    "readme": ("albert.paper.readme_table",
+               "the README's results table, made from docs/paper.md's scorecard (--check: only "
+               "say whether it is stale)"),
 }
 # Pre-registered criteria judged by a module of their own (docs/paper.md): Figure 1 is "table"
 # 1 here (the paper's Table 1 has no experiment). Each module defines judge_command(args) -> int.
