@@ -156,8 +156,11 @@ def main(argv):
 
 
 def uses_files() -> bool:
-    """A user's own files (--train_file, ...) rather than a GLUE task."""
-    return any(FLAGS[name].value for name in ("train_file", "validation_file", "test_file"))
+    """A user's own files (--train_file, ...) rather than a GLUE task; without any file flag
+    and without --task_name, an --output_dir trained on files (to export it, say)."""
+    if any(FLAGS[name].value for name in ("train_file", "validation_file", "test_file")):
+        return True
+    return not FLAGS.task_name and file_classification.task_of_run(FLAGS.output_dir) is not None
 
 
 def choose_task():
