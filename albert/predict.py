@@ -18,6 +18,7 @@ pairs) the predictions are printed as JSON Lines. A progress bar shows long file
 """
 
 import json
+import re
 import sys
 
 from absl import flags, logging
@@ -47,6 +48,37 @@ flags.mark_flags_as_required(["model_dir"])
 FLAGS = flags.FLAGS
 
 
+def _run_tokenizer_and_config(model_dir: str, settings: dict):
+    """(tokenizer, AlbertConfig, max_seq_length) a run directory was trained with."""
+    from albert.config import AlbertConfig
+
+    spm = io.join(model_dir, file_classification.SPM_FILE)
+    vocab = io.join(model_dir, file_classification.VOCAB_FILE)
+    tokenizer = tokenization.load_tokenizer(
+        None if io.exists(spm) else vocab, spm if io.exists(spm) else None,
+        settings["do_lower_case"], settings.get("digit_comma_rule"))
+    config = AlbertConfig.from_json_file(io.join(model_dir, ALBERT_CONFIG_FILE))
+    return tokenizer, config, int(settings["max_seq_length"])
+
+
+def _checkpoint(model_dir: str, checkpoint: str, config, head: str, num_labels: int):
+    """(path, weights) of the run's checkpoint to predict with."""
+    path = checkpoint if io.exists(checkpoint + ".index") else io.join(model_dir, checkpoint)
+    if not io.exists(path + ".index"):
+        raise InputError(f"No checkpoint {path} (train with --do_eval, which keeps "
+                         "model.ckpt-best, or name one with --checkpoint)")
+    weights, _ = read_checkpoint(path, "tf1", config, heads="required", head=head,
+                                 head_dims={"C": num_labels})
+    return path, weights
+
+
+def run_task_type(model_dir: str) -> str:
+    path = io.join(model_dir, RUN_SETTINGS_FILE)
+    if not io.exists(path):
+        raise InputError(f"{model_dir} holds no fine-tuning run (no {RUN_SETTINGS_FILE})")
+    return io.read_json(path).get("task_type", "")
+
+
 class Predictor:
     """A run directory's model, tokenizer and task, loaded once."""
 
@@ -56,21 +88,11 @@ class Predictor:
             raise InputError(f"{model_dir} holds no run of run_classifier.py --train_file=... "
                              f"(no task in its {RUN_SETTINGS_FILE})")
         settings = io.read_json(io.join(model_dir, RUN_SETTINGS_FILE))
-        spm = io.join(model_dir, file_classification.SPM_FILE)
-        vocab = io.join(model_dir, file_classification.VOCAB_FILE)
-        self.tokenizer = tokenization.load_tokenizer(
-            None if io.exists(spm) else vocab, spm if io.exists(spm) else None,
-            settings["do_lower_case"], settings.get("digit_comma_rule"))
-        from albert.config import AlbertConfig
-        self.config = AlbertConfig.from_json_file(io.join(model_dir, ALBERT_CONFIG_FILE))
+        self.tokenizer, self.config, self.max_seq_length = _run_tokenizer_and_config(
+            model_dir, settings)
         self.task = task
-        self.max_seq_length = int(settings["max_seq_length"])
-        path = checkpoint if io.exists(checkpoint + ".index") else io.join(model_dir, checkpoint)
-        if not io.exists(path + ".index"):
-            raise InputError(f"No checkpoint {path} (train with --do_eval, which keeps "
-                             "model.ckpt-best, or name one with --checkpoint)")
-        weights, _ = read_checkpoint(path, "tf1", self.config, heads="required",
-                                     head="classifier", head_dims={"C": task.num_labels})
+        path, weights = _checkpoint(model_dir, checkpoint, self.config, "classifier",
+                                    task.num_labels)
         self.model = AlbertClassifier(self.config, task.num_labels)
         assign_model_weights(self.model, weights, path)
         self.source = path
@@ -85,6 +107,48 @@ class Predictor:
                                       split="predict")
         return file_classification.predict(self.model, self.task, examples, self.tokenizer,
                                            self.max_seq_length, batch_size, progress=progress)
+
+
+class TokenPredictor:
+    """A tagger's run directory (run_token_classifier.py): its model, tokenizer and tags."""
+
+    def __init__(self, model_dir: str, checkpoint: str = "model.ckpt-best"):
+        from albert.modeling import AlbertTokenClassifier
+        from albert.tasks import token_classification
+
+        settings = io.read_json(io.join(model_dir, RUN_SETTINGS_FILE))
+        self.tags = tuple(settings["tags"])
+        self.tokenizer, self.config, self.max_seq_length = _run_tokenizer_and_config(
+            model_dir, settings)
+        path, weights = _checkpoint(model_dir, checkpoint, self.config, "token_classifier",
+                                    len(self.tags))
+        self.model = AlbertTokenClassifier(self.config, len(self.tags))
+        assign_model_weights(self.model, weights, path)
+        self.source = path
+        self._task = token_classification
+
+    def tag(self, sentences, batch_size: int):
+        """Each sentence's (tags, the chosen tags' probabilities)."""
+        tagged = self._task.tagged_set(sentences, self.tags, self.tokenizer, self.max_seq_length)
+        logits = self._task.tag_logits(self.model, tagged, batch_size)
+        probabilities, predicted = self._task.word_predictions(logits, tagged)
+        return [([self.tags[i] for i in indices], [float(p[k, i]) for k, i in enumerate(indices)])
+                for p, indices in zip(probabilities, predicted)]
+
+
+def tagged_text(text: str, tags, probabilities) -> dict:
+    """Raw text's words (whitespace-separated, with character offsets), tags and entities."""
+    from albert.evaluation.tagging_metrics import entities, is_chunk_tagging
+
+    spans = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    words = [{"word": word, "start": start, "end": end, "tag": tag, "probability": p}
+             for (word, start, end), tag, p in zip(spans, tags, probabilities)]
+    found = []
+    if is_chunk_tagging(sorted(set(tags) | {"O", "B-X"})):
+        for kind, first, last in sorted(entities([list(tags)]), key=lambda e: e[1]):
+            start, end = spans[first][1], spans[last][2]
+            found.append({"type": kind, "start": start, "end": end, "text": text[start:end]})
+    return {"text": text, "words": words, "entities": found}
 
 
 def text_rows(path: str, columns) -> list:
@@ -121,9 +185,12 @@ def main(argv):
         raise InputError("--input_file needs --output_file")
     if FLAGS.output_file:
         io.refuse_existing(FLAGS.output_file, "--output_file")
-        file_format(FLAGS.output_file)   # a format we can write, refused before the work
     if FLAGS.batch_size < 1:
         raise InputError("--batch_size must be at least 1")
+    if run_task_type(FLAGS.model_dir) == "token_classification":
+        return tag_words(texts)
+    if FLAGS.output_file:
+        file_format(FLAGS.output_file)   # a format we can write, refused before the work
     predictor = Predictor(FLAGS.model_dir, FLAGS.checkpoint)
     columns = predictor.task.columns.text_columns
     if texts:
@@ -153,6 +220,42 @@ def main(argv):
                                           probabilities, predictions)
     logging.info("Wrote %d predictions of %s to %s", len(rows), predictor.source,
                  FLAGS.output_file)
+
+
+def tag_words(texts) -> None:
+    """A tagger's run: raw text (--text, or a .txt file's lines) gets words with offsets, tags
+    and entities as JSON Lines; a CoNLL or JSON Lines file is written back with the tags."""
+    from albert.finetuning_data import tagged_files
+
+    predictor = TokenPredictor(FLAGS.model_dir, FLAGS.checkpoint)
+    raw = list(texts)
+    path = FLAGS.input_file
+    if path and (FLAGS.file_format == TEXT_FORMAT or (not FLAGS.file_format and
+                                                      path.lower().endswith(".txt"))):
+        raw = [line for line in io.read_lines(path) if line.strip()]
+    if raw:
+        sentences = [tagged_files.Sentence(f"text {i + 1}", tuple(text.split()), None)
+                     for i, text in enumerate(raw)]
+        empty = [s.where for s in sentences if not s.words]
+        if empty:
+            raise InputError(f"{empty[0]}: no word to tag")
+        results = [tagged_text(text, tags, probabilities) for text, (tags, probabilities)
+                   in zip(raw, predictor.tag(sentences, FLAGS.batch_size))]
+        lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in results)
+        if FLAGS.output_file:
+            io.write_text_atomically(FLAGS.output_file, lines)
+            logging.info("Tagged %d texts to %s", len(raw), FLAGS.output_file)
+        else:
+            sys.stdout.write(lines)
+            sys.stdout.flush()
+        return
+    fmt = None if FLAGS.file_format in (None, TEXT_FORMAT) else FLAGS.file_format
+    fmt = {"csv": None, "tsv": None}.get(fmt, fmt)
+    sentences = tagged_files.read_sentences(path, fmt, False, "--input_file")
+    tagged = [tags for tags, _ in predictor.tag(sentences, FLAGS.batch_size)]
+    io.write_text_atomically(FLAGS.output_file, tagged_files.format_sentences(
+        sentences, tagged, tagged_files.file_format(FLAGS.output_file)))
+    logging.info("Tagged %d sentences to %s", len(sentences), FLAGS.output_file)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from albert.checkpoints.weights import (Weights, assign_model_weights, find_head
 from albert.config import AlbertConfig
 from albert.errors import CheckpointDamagedError, ConfigError, InputError
 from albert.modeling import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice,
-                             AlbertPretrainer, AlbertSquadV1, AlbertSquadV2)
+                             AlbertPretrainer, AlbertSquadV1, AlbertSquadV2,
+                             AlbertTokenClassifier)
 
 KERAS_FILE = "model.keras"
 
@@ -26,6 +27,8 @@ def build_model(config: AlbertConfig, head=None, head_dims=None):
         return AlbertPretrainer(config)
     if head == "classifier":
         return AlbertClassifier(config, num_labels=head_dims["C"])
+    if head == "token_classifier":
+        return AlbertTokenClassifier(config, num_labels=head_dims["C"])
     if head == "multiple_choice":
         return AlbertMultipleChoice(config)
     if head == "squad_v1":

@@ -200,6 +200,8 @@ HEADS: Dict[str, HeadTable] = {table.name: table for table in (
     # GLUE: C = number of labels (1 for STS-B regression).
     HeadTable("classifier", _CLASSIFIER_ROWS, "AlbertForSequenceClassification", ("C",),
               keras_hub_task="AlbertTextClassifier"),
+    # Word tagging: the GLUE classifier's variables, applied at every position.
+    HeadTable("token_classifier", _CLASSIFIER_ROWS, "AlbertForTokenClassification", ("C",)),
     # RACE: the same variables with one output per option.
     HeadTable("multiple_choice", tuple(dataclasses.replace(row, shape=row.shape.replace("C", "1"))
                                        for row in _CLASSIFIER_ROWS), "AlbertForMultipleChoice"),

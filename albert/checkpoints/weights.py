@@ -63,6 +63,10 @@ def drop_non_model_variables(names: Iterable[str]) -> List[str]:
     return [name for name in names if not is_training_state(name)]
 
 
+# Heads that never read the pooled output and that Hugging Face saves without a pooler.
+POOLER_FREE_HEADS = ("token_classifier",)
+
+
 def find_head(weights: Weights, prefer: Optional[str] = None) -> Tuple[Optional[str], dict]:
     """(head name, its task sizes) of the head whose variables `weights` hold, or (None, {}).
 
@@ -116,6 +120,14 @@ def check_weights(weights: Weights, config: AlbertConfig, source: str,
     if set_aside:
         logger.info("Setting aside %d head variables not used here: %s", len(set_aside),
                     ", ".join(set_aside[:8]) + (" ..." if len(set_aside) > 8 else ""))
+    pooler = [row for row in table if row.ours.startswith("pooler.")]
+    if keep_head and head in POOLER_FREE_HEADS and not any(r.original in weights for r in pooler):
+        # Hugging Face builds its token-classification model without the pooler, which the
+        # head never reads: it starts at zeros, said here.
+        logger.info("%s has no pooler (a Hugging Face %s): it starts at zeros; the %s head "
+                    "does not read it", source, HEADS[head].hf_architecture, head)
+        weights = dict(weights, **{row.original: np.zeros(row.shape, np.float32)
+                                   for row in pooler})
     missing = [row.original for row in expected if row.original not in weights]
     unexpected = sorted(name for name in weights
                         if name not in expected_names and name not in other_heads)

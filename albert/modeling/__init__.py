@@ -12,6 +12,7 @@ from albert.modeling.multiple_choice import AlbertMultipleChoice
 from albert.modeling.pretrainer import AlbertPretrainer
 from albert.modeling.sharing import SharingPlan, sharing_plan
 from albert.modeling.squad import AlbertSquadV1, AlbertSquadV2, SquadV1Head, SquadV2Head
+from albert.modeling.token_classifier import AlbertTokenClassifier
 
 __all__ = [
     "AlbertAttention",
@@ -26,6 +27,7 @@ __all__ = [
     "AlbertSentenceOrderHead",
     "AlbertSquadV1",
     "AlbertSquadV2",
+    "AlbertTokenClassifier",
     "SharingPlan",
     "SquadV1Head",
     "SquadV2Head",
