@@ -46,7 +46,8 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["albert", "albert.*"]),
     py_modules=["convert_checkpoint", "create_pretraining_data", "run_classifier",
-                "run_pretraining", "run_race", "run_squad", "run_squad_v1", "run_squad_v2"],
+                "run_pretraining", "run_race", "run_squad", "run_squad_v1", "run_squad_v2",
+                "run_token_classifier"],
     install_requires=INSTALL_REQUIREMENTS,
     extras_require={
         "demo": DEMO_REQUIREMENTS,
