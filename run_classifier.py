@@ -164,7 +164,7 @@ def uses_files() -> bool:
 
 
 def choose_task():
-    """(the task: a GlueTask or a FileTask, the training file's rows or None)."""
+    """(the task: a GlueTask or a FileTask, whether its training file was checked)."""
     if not uses_files():
         if not (FLAGS.task_name and FLAGS.data_dir):
             raise InputError("Name a GLUE task (--task_name and --data_dir) or your own files "
@@ -173,7 +173,7 @@ def choose_task():
         if glue_task.predict_only and (FLAGS.do_train or FLAGS.do_eval):
             raise InputError(f"{glue_task.name} is predict-only: use --do_predict with an "
                              "MNLI-trained --init_checkpoint")
-        return glue_task, None
+        return glue_task, False
     if FLAGS.task_name or FLAGS.data_dir:
         raise InputError("--task_name and --data_dir (a GLUE task) cannot be combined with "
                          "--train_file, --validation_file or --test_file (your own files)")
@@ -185,14 +185,14 @@ def choose_task():
     if FLAGS.train_file:
         columns = ColumnSpec.from_flags(FLAGS.text_columns, FLAGS.label_column)
         return file_classification.task_from_training_file(
-            FLAGS.train_file, FLAGS.file_format, columns, FLAGS.task_type)
+            FLAGS.train_file, FLAGS.file_format, columns, FLAGS.task_type), True
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     for directory in (FLAGS.output_dir, init_checkpoint and io.dirname(init_checkpoint)):
         recorded = directory and file_classification.task_of_run(directory)
         if recorded:
             logging.info("Labels and columns of the run in %s: %s", directory,
                          recorded.settings())
-            return recorded, None
+            return recorded, False
     raise InputError("Without --train_file the labels come from a run trained on files: "
                      "--output_dir (or --init_checkpoint's directory) must hold one")
 
@@ -202,7 +202,7 @@ def run_once():
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise InputError("At least one of --do_train, --do_eval, --do_predict or --export_dir "
                          "must be set")
-    glue_task, train_rows = choose_task()
+    glue_task, train_checked = choose_task()
     files = uses_files()
     finetuning_cli.check_at_least_one("train_batch_size", "eval_batch_size", "predict_batch_size")
     runtime = finetuning_cli.runtime_from_flags()
@@ -261,19 +261,22 @@ def run_once():
                 glue_task, FLAGS.train_file if split == "train" else FLAGS.validation_file,
                 FLAGS.file_format, split,
                 io.join(cached_dir, file_classification.CACHE_NAMES[split]),
-                FLAGS.max_seq_length, tokenizer, rows=train_rows if split == "train" else None)
+                FLAGS.max_seq_length, tokenizer, checked=train_checked and split == "train")
         else:
             caches[split] = plan_cache(glue_task, FLAGS.data_dir, split,
                                        io.join(cached_dir, f"{glue_task.name}_{suffix}.tf_record"),
                                        FLAGS.max_seq_length, tokenizer)
     test = None
     if FLAGS.do_predict:
-        test = (file_classification.test_set(FLAGS.test_file, FLAGS.file_format, glue_task,
-                                             tokenizer.preprocess) if files else
-                read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess))
+        if files:
+            file_classification.check_test_file(FLAGS.test_file, FLAGS.file_format, glue_task,
+                                                tokenizer.preprocess)
+        else:
+            test = read_examples(glue_task, FLAGS.data_dir, "test", tokenizer.preprocess)
     outputs = ([file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,
-                                                     FLAGS.file_format)] if files and test
-               else [] if files else prediction_files(FLAGS.output_dir, glue_task))
+                                                     FLAGS.file_format)]
+               if files and FLAGS.do_predict else [] if files
+               else prediction_files(FLAGS.output_dir, glue_task))
     finetuning.start_writing(directory, task, trainer, FLAGS.do_train, [
         *(path for cache in caches.values() for path in cache.files()), *outputs])
     if files:
@@ -317,14 +320,15 @@ def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, hea
             classification_loss(logits, labels, regression), source)
         logging.info("Evaluation report of %s: %s", source, ", ".join(written))
     if FLAGS.do_predict and uses_files():
-        probabilities, predictions = file_classification.predict(
-            model, glue_task, test.examples, tokenizer, FLAGS.max_seq_length,
-            FLAGS.predict_batch_size, jit_compile)
-        written = [file_classification.write_predictions(
-            file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,
-                                                 FLAGS.file_format),
-            test.rows, glue_task, probabilities, predictions)]
-        logging.info("Wrote %d predictions: %s", len(test.rows), ", ".join(written))
+        path = file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,
+                                                    FLAGS.file_format)
+        count = file_classification.write_predictions(
+            path, file_classification.test_rows(FLAGS.test_file, FLAGS.file_format, glue_task),
+            glue_task, lambda rows: file_classification.predict(
+                model, glue_task, glue_task.examples(rows, tokenizer.preprocess, labelled=False,
+                                                     split="test"),
+                tokenizer, FLAGS.max_seq_length, FLAGS.predict_batch_size, jit_compile))
+        logging.info("Wrote %d predictions: %s", count, path)
     elif FLAGS.do_predict:
         features = stack_features(convert_examples(test, glue_task, FLAGS.max_seq_length,
                                                    tokenizer), regression)

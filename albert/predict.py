@@ -101,12 +101,12 @@ class Predictor:
     def pair(self) -> bool:
         return len(self.task.columns.text_columns) == 2
 
-    def predict_rows(self, rows, batch_size: int, progress=None):
+    def predict_rows(self, rows, batch_size: int):
         """(probabilities, predictions) of rows holding the task's text columns."""
         examples = self.task.examples(rows, self.tokenizer.preprocess, labelled=False,
                                       split="predict")
         return file_classification.predict(self.model, self.task, examples, self.tokenizer,
-                                           self.max_seq_length, batch_size, progress=progress)
+                                           self.max_seq_length, batch_size)
 
 
 class TokenPredictor:
@@ -173,7 +173,7 @@ def input_rows(predictor: Predictor, path: str, given_format):
                            else file_format(path))
     if fmt == TEXT_FORMAT:
         return text_rows(path, columns)
-    return file_classification.read_rows(path, fmt, columns, "--input_file")[1]
+    return file_classification.iter_rows(path, fmt, columns, "--input_file")
 
 
 def main(argv):
@@ -205,21 +205,42 @@ def main(argv):
                                            else ((text,) for text in texts))]
     else:
         rows = input_rows(predictor, FLAGS.input_file, FLAGS.file_format)
-    progress = (cli.progress_display(len(rows), "predicting", "example")
-                if FLAGS.progress and not texts else None)
-    probabilities, predictions = predictor.predict_rows(rows, FLAGS.batch_size, progress)
-    if progress is not None:
-        progress.close()
     if texts:
+        probabilities, predictions = predictor.predict_rows(rows, FLAGS.batch_size)
         for row, fields in zip(rows, file_classification.prediction_fields(
                 predictor.task, probabilities, predictions)):
             print(json.dumps({**row.fields, **fields}, ensure_ascii=False))
         sys.stdout.flush()
         return
-    file_classification.write_predictions(FLAGS.output_file, rows, predictor.task,
-                                          probabilities, predictions)
-    logging.info("Wrote %d predictions of %s to %s", len(rows), predictor.source,
-                 FLAGS.output_file)
+    # The file streams through in chunks; the progress bar counts its bytes.
+    progress = (cli.progress_display(_input_size(FLAGS.input_file), "predicting", "B",
+                                     unit_scale=True) if FLAGS.progress else None)
+    counted = _ByteProgress(rows, progress)
+    count = file_classification.write_predictions(
+        FLAGS.output_file, counted, predictor.task,
+        lambda chunk: predictor.predict_rows(chunk, FLAGS.batch_size))
+    if progress is not None:
+        progress.close()
+    logging.info("Wrote %d predictions of %s to %s", count, predictor.source, FLAGS.output_file)
+
+
+def _input_size(pattern: str) -> int:
+    return sum(io.size(path) for path in io.expand_file_patterns(pattern, "--input_file"))
+
+
+class _ByteProgress:
+    """Rows passed through, the progress advanced by each row's share of the input's bytes
+    (rows carry no byte offsets: their fields' UTF-8 length stands in)."""
+
+    def __init__(self, rows, progress):
+        self.rows, self.progress = rows, progress
+
+    def __iter__(self):
+        for row in self.rows:
+            if self.progress is not None:
+                self.progress.update(sum(len(str(v).encode("utf-8")) + 1
+                                         for v in row.fields.values()))
+            yield row
 
 
 def tag_words(texts) -> None:

@@ -20,6 +20,7 @@ one, before anything is written.
 """
 
 import collections
+import contextlib
 import csv
 import dataclasses
 import io as std_io
@@ -27,9 +28,7 @@ import json
 import logging
 import math
 import sys
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from albert import io
 from albert.errors import InputError
@@ -61,16 +60,24 @@ def file_format(path: str, given: Optional[str] = None) -> str:
                      f"or .jsonl, or pass --file_format ({', '.join(FORMATS)})")
 
 
-def _decoded(path: str) -> str:
-    """The file's text: UTF-8, without a byte-order mark."""
+@contextlib.contextmanager
+def _lines(path: str):
+    """The file's lines as read, decoded as UTF-8 without a byte-order mark, ends kept; a
+    line ends only at a line feed (CR LF too), not at U+2028 and the like, which text holds.
+    Read as they come (a file larger than memory streams); a byte that is not UTF-8 is an
+    `InputError` when it is reached, before anything is written from the file."""
     with io.open_binary_maybe_gzip(path) as handle:
-        data = handle.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8"
-                         ) from None
-    return text[1:] if text.startswith("\ufeff") else text
+        text = std_io.TextIOWrapper(handle, encoding="utf-8-sig", newline="\n")
+
+        def lines():
+            try:
+                yield from text
+            except UnicodeDecodeError as error:
+                raise InputError(f"{path} is not UTF-8 text ({error.reason} at a byte of "
+                                 f"value 0x{error.object[error.start]:02x}); save it as UTF-8"
+                                 ) from None
+
+        yield lines()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,48 +88,49 @@ class Row:
     fields: Dict[str, object]
 
 
-def _delimited_rows(path: str, text: str, fmt: str) -> Tuple[List[str], Iterator[Row]]:
-    """The header and the rows of a CSV or TSV file."""
+def _records(path: str, lines, fmt: str) -> Iterator[Tuple[int, List[str]]]:
+    """(first line number, fields) of each non-empty record of a CSV or TSV file."""
     if fmt == "csv":
-        # Lines end only at CR, LF or CR LF (not at U+2028 and the like, which text holds).
-        reader = csv.reader(std_io.StringIO(text, newline=""), strict=True)
-        records = []
+        reader = csv.reader(lines, strict=True)
         start = 1
         try:
             for record in reader:
-                records.append((start, record))
+                if record and record != [""]:
+                    yield start, record
                 start = reader.line_num + 1
         except csv.Error as error:
             raise InputError(f"{path}:{start}: {error} (a quoted field must end with a quote)"
                              ) from None
-    else:
-        records = [(number, line.split("\t")) for number, line
-                   in enumerate(io.split_lines(text), start=1)]
-    records = [(number, record) for number, record in records
-               if record and not (len(record) == 1 and record[0] == "")]
-    if not records:
+        return
+    for number, line in enumerate(lines, start=1):
+        line = line[:-1] if line.endswith("\n") else line
+        line = line[:-1] if line.endswith("\r") else line
+        if line:
+            yield number, line.split("\t")
+
+
+def _delimited_rows(path: str, lines, fmt: str) -> Iterator[Row]:
+    """The rows of a CSV or TSV file, named by its header; the first row yielded is the
+    header's own, without fields."""
+    records = _records(path, lines, fmt)
+    first = next(records, None)
+    if first is None:
         raise InputError(f"{path} is empty: a header row naming the columns and one row per "
                          "example are needed")
-    (_, header), body = records[0], records[1:]
-    header = [name.strip() for name in header]
-
-    def rows():
-        for number, record in body:
-            if len(record) != len(header):
-                raise InputError(f"{path}:{number}: {len(record)} fields, the header has "
-                                 f"{len(header)} ({', '.join(header)})")
-            yield Row(f"{path}:{number}", dict(zip(header, record)))
-
-    return header, rows()
+    header = [name.strip() for name in first[1]]
+    yield Row(f"{path}:{first[0]}", {})   # the header: a row without fields
+    for number, record in records:
+        if len(record) != len(header):
+            raise InputError(f"{path}:{number}: {len(record)} fields, the header has "
+                             f"{len(header)} ({', '.join(header)})")
+        yield Row(f"{path}:{number}", dict(zip(header, record)))
 
 
-def _json_rows(path: str, text: str) -> Tuple[List[str], Iterator[Row]]:
-    lines = [(number, line) for number, line in enumerate(io.split_lines(text), start=1)
-             if line.strip()]
-    if not lines:
-        raise InputError(f"{path} is empty: one JSON object per line is needed")
-    parsed = []
-    for number, line in lines:
+def _json_rows(path: str, lines) -> Iterator[Row]:
+    found = False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as error:
@@ -130,41 +138,46 @@ def _json_rows(path: str, text: str) -> Tuple[List[str], Iterator[Row]]:
         if not isinstance(value, dict):
             raise InputError(f"{path}:{number}: a JSON object per line is needed, found "
                              f"{type(value).__name__}")
-        parsed.append(Row(f"{path}:{number}", value))
-    header = list(parsed[0].fields)
-    return header, iter(parsed)
+        found = True
+        yield Row(f"{path}:{number}", value)
+    if not found:
+        raise InputError(f"{path} is empty: one JSON object per line is needed")
+
+
+def iter_rows(pattern: str, given_format: Optional[str], columns: Sequence[str],
+              what: str) -> Iterator[Row]:
+    """The rows of every file of `pattern`, one at a time; `columns` must be in each row.
+
+    `what` names the flag in errors (e.g. "--train_file")."""
+    paths = io.expand_file_patterns(pattern, what)
+    count = 0
+    for path in paths:
+        fmt = file_format(path, given_format)
+        with _lines(path) as lines:
+            rows = _json_rows(path, lines) if fmt == "jsonl" else _delimited_rows(path, lines, fmt)
+            header = None
+            for row in rows:
+                if fmt != "jsonl" and header is None:
+                    header = row   # the header's own row
+                    continue
+                missing = [name for name in columns if name not in row.fields]
+                if missing:
+                    where = path if fmt != "jsonl" else row.where
+                    raise InputError(
+                        f"{where}: no column {', '.join(map(repr, missing))} ({what}); its "
+                        f"columns are {', '.join(map(repr, row.fields)) or 'none'}"
+                        + ("" if fmt == "jsonl" else " (is its first row a header?)"))
+                count += 1
+                yield row
+    if not count:
+        raise InputError(f"{pattern} ({what}) holds no examples, only a header")
 
 
 def read_rows(pattern: str, given_format: Optional[str], columns: Sequence[str],
               what: str) -> Tuple[List[str], List[Row]]:
-    """(each file's header, rows) of every file of `pattern`; `columns` must be in each file.
-
-    `what` names the flag in errors (e.g. "--train_file")."""
-    paths = io.expand_file_patterns(pattern, what)
-    all_rows: List[Row] = []
-    header: List[str] = []
-    for path in paths:
-        fmt = file_format(path, given_format)
-        text = _decoded(path)
-        header, rows = (_json_rows(path, text) if fmt == "jsonl"
-                        else _delimited_rows(path, text, fmt))
-        for row in rows:
-            missing = [name for name in columns if name not in row.fields]
-            if missing:
-                where = path if fmt != "jsonl" else row.where
-                raise InputError(
-                    f"{where}: no column {', '.join(map(repr, missing))} ({what}); its columns "
-                    f"are {', '.join(map(repr, row.fields)) or 'none'}"
-                    + ("" if fmt == "jsonl" else " (is its first row a header?)"))
-            all_rows.append(row)
-        if not all_rows and fmt != "jsonl":
-            missing = [name for name in columns if name not in header]
-            if missing:
-                raise InputError(f"{path}: no column {', '.join(map(repr, missing))} ({what}); "
-                                 f"its columns are {', '.join(map(repr, header))}")
-    if not all_rows:
-        raise InputError(f"{pattern} ({what}) holds no examples, only a header")
-    return header, all_rows
+    """(the first row's columns, every row) of `pattern`, in memory (`iter_rows` streams)."""
+    rows = list(iter_rows(pattern, given_format, columns, what))
+    return list(rows[0].fields), rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,19 +278,20 @@ class FileTask:
         return cls(ColumnSpec(tuple(settings["text_columns"]), settings["label_column"]),
                    None if labels is None else tuple(labels), settings.get("baseline"))
 
-    def examples(self, rows: Sequence[Row], preprocess, labelled: bool,
-                 split: str) -> List[InputExample]:
-        """`rows` as examples; with `labelled`, every label must be one of the task's."""
-        examples = []
+    def iter_examples(self, rows: Iterable[Row], preprocess, labelled: bool,
+                      split: str) -> Iterator[InputExample]:
+        """`rows` as examples, one at a time; with `labelled`, every label must be one of
+        the task's."""
         text_a_column, *rest = self.columns.text_columns
         for index, row in enumerate(rows):
             text_a = preprocess(_text(row, text_a_column))
             text_b = preprocess(_text(row, rest[0])) if rest else None
-            label = self.placeholder
-            if labelled:
-                label = self._label(row)
-            examples.append(InputExample(f"{split}-{index}", text_a, text_b, label))
-        return examples
+            label = self._label(row) if labelled else self.placeholder
+            yield InputExample(f"{split}-{index}", text_a, text_b, label)
+
+    def examples(self, rows: Iterable[Row], preprocess, labelled: bool,
+                 split: str) -> List[InputExample]:
+        return list(self.iter_examples(rows, preprocess, labelled, split))
 
     @property
     def placeholder(self):
@@ -307,39 +321,68 @@ def _canonical_integer(text: str) -> str:
     return str(int(number)) if number is not None and number == int(number) else text
 
 
-def infer_task(rows: Sequence[Row], columns: ColumnSpec, task_type: Optional[str]) -> FileTask:
+# Distinct training labels a classification may have (beyond, the column is not classes).
+MAX_CLASSES = 10000
+
+
+def infer_task(rows: Iterable[Row], columns: ColumnSpec, task_type: Optional[str]) -> FileTask:
     """The task the training rows define: regression or classification, and the labels.
 
-    Without `task_type`, labels that are all numbers and not all integers make a regression
-    task; anything else (words, or integers) is classification, said in the log."""
-    texts = [_label_text(row, columns.label_column) for row in rows]
+    One pass over `rows` (which may stream from files): every text must be non-empty and
+    every label a class name or a number. Without `task_type`, labels that are all numbers and
+    not all integers make a regression task; anything else (words, or integers) is
+    classification, said in the log."""
     if task_type not in (None, *TASK_TYPES):
         raise InputError(f"--task_type must be one of {', '.join(TASK_TYPES)}, not {task_type!r}")
-    numbers = [_number(text) for text in texts]
-    all_numbers = all(value is not None for value in numbers)
+    counts: collections.Counter = collections.Counter()
+    total, count, integers = 0.0, 0, True
+    first_word = None        # (where, text) of the first label that is not a number
+    source = None
+    for row in rows:
+        source = source or row.where.rsplit(":", 1)[0]
+        for column in columns.text_columns:
+            _text(row, column)
+        text = _label_text(row, columns.label_column)
+        value = _number(text)
+        if value is None:
+            if first_word is None:
+                first_word = (row.where, text)
+                if task_type == REGRESSION:
+                    break
+        else:
+            total += value
+            integers = integers and value == int(value)
+        count += 1
+        if task_type != REGRESSION and len(counts) <= MAX_CLASSES:
+            counts[text] += 1
+    all_numbers = first_word is None
     if task_type is None:
-        integers = all_numbers and all(value == int(value) for value in numbers)
         task_type = REGRESSION if all_numbers and not integers else CLASSIFICATION
         logger.info("--task_type not given: the labels of column %r are %s, so this is %s%s",
                     columns.label_column,
-                    "integers" if integers else "numbers" if all_numbers else "words",
-                    task_type, " (pass --task_type=regression to predict them as numbers)"
-                    if integers else "")
+                    "integers" if all_numbers and integers else
+                    "numbers" if all_numbers else "words", task_type,
+                    " (pass --task_type=regression to predict them as numbers)"
+                    if all_numbers and integers else "")
     if task_type == REGRESSION:
-        for row, text, value in zip(rows, texts, numbers):
-            if value is None:
-                raise InputError(f"{row.where}: label {text!r} is not a number (this is a "
-                                 "regression task)")
-        return FileTask(columns, None, float(np.mean(numbers)))
-    if all_numbers and all(value == int(value) for value in numbers):
-        texts = [str(int(value)) for value in numbers]
-        labels = sorted(set(texts), key=int)
+        if not all_numbers:
+            raise InputError(f"{first_word[0]}: label {first_word[1]!r} is not a number (this "
+                             "is a regression task)")
+        return FileTask(columns, None, total / count)
+    if len(counts) > MAX_CLASSES:
+        raise InputError(f"{source}: more than {MAX_CLASSES:,} distinct labels in column "
+                         f"{columns.label_column!r}; is it a class column? (--task_type="
+                         "regression for numbers)")
+    if all_numbers and integers:
+        merged: collections.Counter = collections.Counter()
+        for text, number in counts.items():
+            merged[str(int(float(text)))] += number
+        counts = merged
+        labels = sorted(counts, key=int)
     else:
-        labels = sorted(set(texts))
+        labels = sorted(counts)
     if len(labels) < 2:
-        raise InputError(f"{rows[0].where.rsplit(':', 1)[0]}: every label in column "
-                         f"{columns.label_column!r} is {labels[0]!r}; a classifier needs at "
-                         "least two classes")
-    counts = collections.Counter(texts)
+        raise InputError(f"{source}: every label in column {columns.label_column!r} is "
+                         f"{labels[0]!r}; a classifier needs at least two classes")
     commonest = max(labels, key=lambda label: (counts[label], -labels.index(label)))
     return FileTask(columns, tuple(labels), float(labels.index(commonest)))

@@ -21,7 +21,7 @@ import dataclasses
 import io as std_io
 import json
 import logging
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from albert.evaluation import classification_report
 from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.finetuning_data.glue import convert_example, serialize_features
 from albert.finetuning_data.labelled_files import (ColumnSpec, FileTask, Row, file_format,
-                                                   infer_task, read_rows)
+                                                   infer_task, iter_rows)
 from albert.tasks.finetuning import RUN_SETTINGS_FILE
 
 logger = logging.getLogger("albert")
@@ -44,11 +44,10 @@ CACHE_NAMES = {"train": "custom_train.tf_record", "dev": "custom_eval.tf_record"
 
 
 def task_from_training_file(pattern: str, fmt: Optional[str], columns: ColumnSpec,
-                            task_type: Optional[str]):
-    """(task, rows) of the training file(s)."""
-    _, rows = read_rows(pattern, fmt, (*columns.text_columns, columns.label_column),
-                        "--train_file")
-    return infer_task(rows, columns, task_type), rows
+                            task_type: Optional[str]) -> FileTask:
+    """The task of the training file(s), from one streaming pass that checks every row."""
+    return infer_task(iter_rows(pattern, fmt, (*columns.text_columns, columns.label_column),
+                                "--train_file"), columns, task_type)
 
 
 def task_of_run(directory: str) -> Optional[FileTask]:
@@ -62,37 +61,51 @@ def task_of_run(directory: str) -> Optional[FileTask]:
     return FileTask.from_settings(settings)
 
 
-def labelled_rows(pattern: str, fmt: Optional[str], task: FileTask, what: str) -> List[Row]:
-    columns = task.columns
-    return read_rows(pattern, fmt, (*columns.text_columns, columns.label_column), what)[1]
+class LabelledExamples:
+    """The examples of a labelled file, read again from the file at each iteration: a cache
+    is written from them without holding them in memory."""
+
+    def __init__(self, pattern: str, fmt: Optional[str], task: FileTask, preprocess,
+                 split: str, what: str):
+        self.pattern, self.fmt, self.task, self.preprocess = pattern, fmt, task, preprocess
+        self.split, self.what = split, what
+
+    def __iter__(self):
+        columns = (*self.task.columns.text_columns, self.task.columns.label_column)
+        return self.task.iter_examples(iter_rows(self.pattern, self.fmt, columns, self.what),
+                                       self.preprocess, labelled=True, split=self.split)
 
 
-@dataclasses.dataclass
-class TestSet:
-    """The rows of --test_file (or albert.predict's input) and their examples."""
+def check_test_file(pattern: str, fmt: Optional[str], task: FileTask, preprocess,
+                    what: str = "--test_file") -> None:
+    """Reads every row to predict once (streaming), so that a bad one stops the run before
+    it trains; the labels, if any, are an ordinary column."""
+    for _ in task.iter_examples(test_rows(pattern, fmt, task, what), preprocess,
+                                labelled=False, split="test"):
+        pass
 
-    rows: List[Row]
-    examples: List
 
-
-def test_set(pattern: str, fmt: Optional[str], task: FileTask, preprocess,
-             what: str = "--test_file") -> TestSet:
-    """Examples to predict; a label column, if any, is kept as an ordinary column."""
-    _, rows = read_rows(pattern, fmt, task.columns.text_columns, what)
-    return TestSet(rows, task.examples(rows, preprocess, labelled=False, split="test"))
+def test_rows(pattern: str, fmt: Optional[str], task: FileTask, what: str = "--test_file"):
+    return iter_rows(pattern, fmt, task.columns.text_columns, what)
 
 
 def plan_cache(task: FileTask, pattern: str, fmt: Optional[str], split: str, cache_path: str,
-               max_seq_length: int, tokenizer, rows: Optional[List[Row]] = None) -> FeatureCache:
-    """A split's cache: reused when made from the same files with the same settings."""
+               max_seq_length: int, tokenizer, checked: bool = False) -> FeatureCache:
+    """A split's cache: reused when made from the same files with the same settings, else
+    planned from the files, which stream. Every row is checked before the plan is returned
+    (one pass; `checked`: the training file's scan already did), so that a bad row anywhere
+    leaves no cache written."""
     what = "--train_file" if split == "train" else "--validation_file"
     paths = io.expand_file_patterns(pattern, what)
     settings = {**task.settings(), "split": split, "max_seq_length": max_seq_length,
                 **tokenizer_settings(tokenizer), "source_sha256": files_fingerprint(paths)}
 
     def read():
-        examples_rows = rows if rows is not None else labelled_rows(pattern, fmt, task, what)
-        return task.examples(examples_rows, tokenizer.preprocess, labelled=True, split=split)
+        examples = LabelledExamples(pattern, fmt, task, tokenizer.preprocess, split, what)
+        if not checked:
+            for _ in examples:
+                pass
+        return examples
 
     return FeatureCache.plan(cache_path, settings, read)
 
@@ -142,15 +155,18 @@ def prediction_fields(task: FileTask, probabilities: np.ndarray,
             for index, row in zip(predictions, probabilities)]
 
 
-def format_rows(fmt: str, columns: Sequence[str], records: Sequence[Dict[str, object]]) -> str:
-    """`records` as a CSV (quoted where needed), TSV or JSON Lines text, with a header."""
+def format_rows(fmt: str, columns: Sequence[str], records: Sequence[Dict[str, object]],
+                header: bool = True) -> str:
+    """`records` as a CSV (quoted where needed), TSV or JSON Lines text, with a header line
+    (CSV, TSV) unless `header` is False."""
     if fmt == "jsonl":
         return "".join(json.dumps({c: record.get(c) for c in columns}, ensure_ascii=False) + "\n"
                        for record in records)
     if fmt == "csv":
         buffer = std_io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
+        if header:
+            writer.writerow(columns)
         for record in records:
             writer.writerow([_plain(record.get(c)) for c in columns])
         return buffer.getvalue()
@@ -161,7 +177,7 @@ def format_rows(fmt: str, columns: Sequence[str], records: Sequence[Dict[str, ob
                 raise InputError(f"column {column!r} holds a tab or line break, which a TSV "
                                  "cannot hold; predict into a .csv or .jsonl file")
     return "".join("\t".join(_plain(record.get(c)) for c in columns) + "\n"
-                   for record in [dict(zip(columns, columns)), *records])
+                   for record in [dict(zip(columns, columns))] * header + list(records))
 
 
 def _plain(value) -> str:
@@ -172,16 +188,38 @@ def _plain(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def write_predictions(path: str, rows: Sequence[Row], task: FileTask, probabilities,
-                      predictions) -> str:
-    """Every input row with its prediction columns, in the input's format (atomically)."""
+def write_predictions(path: str, rows: Iterable[Row], task: FileTask, predict_chunk,
+                      progress=None) -> int:
+    """Every input row with its prediction columns, in `path`'s format, written chunk by chunk
+    as the rows stream in (`predict_chunk(rows) -> (probabilities, predictions)`) into a
+    temporary file that becomes `path` only when complete. Returns the rows written."""
     fmt = file_format(path)
     added = prediction_columns(task)
-    inputs = [name for name in (rows[0].fields if rows else {}) if name not in added]
-    records = [{**row.fields, **fields} for row, fields
-               in zip(rows, prediction_fields(task, probabilities, predictions))]
-    io.write_text_atomically(path, format_rows(fmt, [*inputs, *added], records))
-    return path
+    columns, count = None, 0
+    with io.atomic_output_file(path) as temporary:
+        with io.open_file(temporary, "w") as handle:
+            for chunk in _chunks(rows, PREDICTION_CHUNK):
+                probabilities, predictions = predict_chunk(chunk)
+                if columns is None:
+                    columns = [*(name for name in chunk[0].fields if name not in added), *added]
+                records = [{**row.fields, **fields} for row, fields
+                           in zip(chunk, prediction_fields(task, probabilities, predictions))]
+                handle.write(format_rows(fmt, columns, records, header=count == 0))
+                count += len(chunk)
+                if progress is not None:
+                    progress.update(len(chunk))
+    return count
+
+
+def _chunks(rows: Iterable, size: int):
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 PREDICTION_CHUNK = 4096   # rows tokenized and predicted together (memory stays flat)
@@ -189,8 +227,8 @@ PREDICTION_CHUNK = 4096   # rows tokenized and predicted together (memory stays 
 
 def predict(model, task: FileTask, examples: Sequence, tokenizer, max_seq_length: int,
             batch_size: int, jit_compile: bool = False, progress=None):
-    """(probabilities, predictions) of `examples`, in order: chunks of rows, each on
-    length-bucketed batches (as every evaluation here); `progress.update(n)` per chunk."""
+    """(probabilities, predictions) of `examples`, in order, on length-bucketed batches of
+    each chunk of rows (as every evaluation here); `progress.update(n)` per chunk."""
     from albert.finetuning_data.glue import convert_examples
     from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
                                              stack_features)
