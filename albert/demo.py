@@ -13,12 +13,15 @@ Runs the project's own command-line tools, printing each command:
    the sentence-order accuracy with the held-out set's majority share);
 4. `run_pretraining.py`: a few minutes of MLM + SOP pretraining of a small
    ALBERT with LAMB, evaluated on the held-out data at every checkpoint;
-5. `python -m albert.datasets glue-demo`: real labelled text in the GLUE
-   formats (Pang & Lee's movie-review polarity as SST-2, Lee et al.'s
-   document-similarity ratings as STS-B);
-6. `run_classifier.py`: fine-tunes the pretrained model on both, evaluating
-   every checkpoint on dev and predicting the test set; the dev metrics are
-   printed beside a majority-class / mean-prediction baseline;
+5. `python -m albert.datasets glue-demo`: real labelled text (Pang & Lee's
+   movie-review polarity as CSV files with string labels, Lee et al.'s
+   document-similarity ratings in STS-B's GLUE format);
+6. `run_classifier.py`: fine-tunes the pretrained model on both, the reviews
+   from the CSV files (`--train_file`, docs/your_data.md) and the pairs as
+   STS-B, evaluating every checkpoint on dev; the dev metrics are printed
+   beside a majority-class / mean-prediction baseline, and
+   `python -m albert.predict` labels the reviews' test file from the run
+   directory alone;
 7. `python -m albert.paper params`: the paper's parameter tables.
 
 Everything is cached under --output_dir; re-running resumes. Nothing is
@@ -26,6 +29,7 @@ downloaded.
 """
 
 import argparse
+import csv
 import os
 import shlex
 import subprocess
@@ -118,17 +122,28 @@ def main(argv=None) -> None:
     glue_dir = os.path.join(out, "glue")
     run([python, "-m", "albert.datasets", "glue-demo", f"--output_dir={glue_dir}"])
     fine_tuned = {}
-    for task, learning_rate in (("SST-2", "1e-4"), ("STS-B", "1e-4")):
+    # Movie-review polarity from the user's-own-files path (a CSV with string labels), then
+    # the STS-B-format similarity pairs through the GLUE path.
+    reviews = os.path.join(glue_dir, "reviews")
+    for task, task_flags in (("reviews", [f"--train_file={reviews}/train.csv",
+                                          f"--validation_file={reviews}/dev.csv",
+                                          "--text_columns=review", "--label_column=sentiment"]),
+                             ("STS-B", ["--task_name=STS-B", f"--data_dir={glue_dir}"])):
         fine_tuned[task] = os.path.join(out, f"finetuning-{task}")
-        run([python, "run_classifier.py", f"--task_name={task}", f"--data_dir={glue_dir}",
-             f"--albert_config_file={config_file}",
+        run([python, "run_classifier.py", *task_flags, f"--albert_config_file={config_file}",
              f"--init_checkpoint={run_dir}/model.ckpt-best",
              f"--spm_model_file={spm_prefix}.model", f"--output_dir={fine_tuned[task]}",
-             f"--max_seq_length={args.max_seq_length}", "--do_train", "--do_eval", "--do_predict",
-             "--train_batch_size=16", "--eval_batch_size=64", f"--learning_rate={learning_rate}",
+             f"--max_seq_length={args.max_seq_length}", "--do_train", "--do_eval",
+             *(["--do_predict"] if task == "STS-B" else []),
+             "--train_batch_size=16", "--eval_batch_size=64", "--learning_rate=1e-4",
              f"--train_step={args.finetuning_steps}",
              f"--warmup_step={args.finetuning_steps // 10}",
              f"--save_checkpoints_steps={max(args.finetuning_steps // 6, 1)}"])
+    # New text through the finished run directory alone (a second run reuses the first's file).
+    predicted = os.path.join(fine_tuned["reviews"], "predicted-test.csv")
+    if not os.path.exists(predicted):
+        run([python, "-m", "albert.predict", f"--model_dir={fine_tuned['reviews']}",
+             f"--input_file={reviews}/test.csv", f"--output_file={predicted}"])
     run([python, "-m", "albert.paper", "params"])
 
     results = io.read_json(os.path.join(run_dir, "eval_results.json"))
@@ -178,16 +193,27 @@ def _dev_labels(glue_dir: str, task: str) -> list:
     return [row[-1] for row in rows]
 
 
+def _test_accuracy(predicted: str) -> tuple:
+    """(accuracy, examples) of albert.predict's file against its own `sentiment` column."""
+    with open(predicted, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return sum(row["prediction"] == row["sentiment"] for row in rows) / len(rows), len(rows)
+
+
 def print_finetuning(glue_dir: str, fine_tuned: dict) -> None:
     """Best dev metrics of the fine-tuned models beside what a constant guess scores."""
-    sst = io.read_json(os.path.join(fine_tuned["SST-2"], "eval_results.json"))["best"]
-    labels = _dev_labels(glue_dir, "SST-2")
-    majority = max(labels.count(label) for label in set(labels)) / len(labels)
-    print(f"  SST-2 format (movie-review polarity, {len(labels)} dev sentences): best dev "
-          f"accuracy {sst['eval_accuracy']:.3f} at step {sst['step']}; majority class "
-          f"{majority:.3f}")
-    print("    " + beats_baseline("SST-2", sst["eval_accuracy"] > majority,
-                                  "always answering the commoner label"))
+    report = io.read_json(os.path.join(fine_tuned["reviews"], "eval_report.json"))
+    print(f"  movie-review polarity from CSV files ({report['examples']} dev sentences; "
+          f"docs/your_data.md): best dev accuracy {report['accuracy']:.3f}, macro-F1 "
+          f"{report['macro_f1']:.3f}; always answering the commonest training label "
+          f"({report['baseline_label']}) {report['baseline_accuracy']:.3f}")
+    predicted = os.path.join(fine_tuned["reviews"], "predicted-test.csv")
+    if os.path.exists(predicted):
+        accuracy, examples = _test_accuracy(predicted)
+        print(f"    python -m albert.predict on the {examples} test sentences: accuracy "
+              f"{accuracy:.3f} ({predicted})")
+    print("    " + beats_baseline("reviews", report["accuracy"] > report["baseline_accuracy"],
+                                  "always answering the commonest label"))
     stsb_results = io.read_json(os.path.join(fine_tuned["STS-B"], "eval_results.json"))
     best = stsb_results["best"]
     scores = [float(label) for label in _dev_labels(glue_dir, "STS-B")]

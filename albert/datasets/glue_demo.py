@@ -3,7 +3,7 @@
     python -m albert.datasets glue-demo --output_dir=DIR
 
 Writes two GLUE-format task folders that `run_classifier.py --data_dir=DIR`
-reads:
+reads, and the first of them again as a user's own CSV files:
 
 * `SST-2/` — the 200 movie-review sentences of Pang & Lee's sentence
   polarity data (100 positive, 100 negative; `pang_lee_polarity.cor` in the
@@ -12,7 +12,11 @@ reads:
 * `STS-B/` — the 1,225 pairs of the 50 news documents of Lee et al.'s
   document-similarity study (`lee.cor` and the mean human similarity ratings
   in `similarities0-1.txt`, same wheel), ratings in [0, 1] rescaled to
-  STS-B's [0, 5], as STS-B files: 858 train, 183 dev, 184 test.
+  STS-B's [0, 5], as STS-B files: 858 train, 183 dev, 184 test;
+* `reviews/` — SST-2's sentences and splits as `train.csv`, `dev.csv` and
+  `test.csv` (columns `review`, `sentiment`; labels `negative` and
+  `positive`, the test file's too), for `run_classifier.py --train_file=...`
+  (docs/your_data.md).
 
 Splits are a seeded shuffle, the same on every machine. The test files have
 GLUE's test layout (no labels); their labels are in `<task>/test_labels.tsv`
@@ -21,6 +25,8 @@ records the sources and their sha256. The data stays research data of its
 authors: see their terms; nothing is committed to this repository.
 """
 
+import csv
+import io as std_io
 import random
 from typing import List, Tuple
 
@@ -28,7 +34,7 @@ from albert import io
 from albert.datasets import sources
 from albert.datasets.demo_corpus import cached_manifest
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 SEED = 20200101
 STSB_HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
                "sentence1", "sentence2", "score"]
@@ -43,6 +49,15 @@ def _split(items: list, train: float, dev: float) -> Tuple[list, list, list]:
 
 def _tsv(rows: List[List[str]]) -> str:
     return "".join("\t".join(row) + "\n" for row in rows)
+
+
+def _csv(rows: List[List[str]]) -> str:
+    buffer = std_io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+SENTIMENTS = {"0": "negative", "1": "positive"}
 
 
 def polarity_sentences(path: str) -> List[Tuple[str, str]]:
@@ -94,6 +109,12 @@ def build_glue_demo(output_dir: str) -> dict:
                             [[str(i), y] for i, (_, y) in enumerate(test)])):
             io.write_text_atomically(io.join(sst, name), _tsv(rows))
         files["SST-2"] = {"train": len(train), "dev": len(dev), "test": len(test)}
+        reviews = io.join(scratch, "reviews")
+        io.makedirs(reviews)
+        for name, part in (("train.csv", train), ("dev.csv", dev), ("test.csv", test)):
+            io.write_text_atomically(io.join(reviews, name), _csv(
+                [["review", "sentiment"]] + [[s, SENTIMENTS[y]] for s, y in part]))
+        files["reviews"] = {"train": len(train), "dev": len(dev), "test": len(test)}
 
         train, dev, test = _split(similarity_pairs(lee, ratings), 0.7, 0.15)
         stsb = io.join(scratch, "STS-B")

@@ -27,6 +27,19 @@ def test_a_second_run_into_the_same_folder_keeps_the_same_build(tmp_path):
     assert [path.name for path in tmp_path.iterdir()] == ["glue"]  # no scratch left beside it
 
 
+def test_the_reviews_csv_holds_sst2s_sentences_and_splits(tmp_path):
+    from albert.finetuning_data.labelled_files import read_rows
+
+    build_glue_demo(str(tmp_path))
+    for split in ("train", "dev"):
+        tsv = [line.split("\t") for line in
+               (tmp_path / "SST-2" / f"{split}.tsv").read_text().splitlines()[1:]]
+        _, rows = read_rows(str(tmp_path / "reviews" / f"{split}.csv"), None,
+                            ("review", "sentiment"), "--train_file")
+        assert [(row.fields["review"], row.fields["sentiment"]) for row in rows] == [
+            (sentence, {"0": "negative", "1": "positive"}[label]) for sentence, label in tsv]
+
+
 def test_an_older_build_is_replaced_whole(tmp_path):
     output = tmp_path / "glue"
     build_glue_demo(str(output))
