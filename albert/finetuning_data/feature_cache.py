@@ -49,9 +49,10 @@ def files_fingerprint(paths: Iterable[str]) -> str:
     """One hash of the contents (and order) of `paths`."""
     digest = hashlib.sha256()
     for path in paths:
-        content = io.read_bytes(path)
-        digest.update(len(content).to_bytes(8, "little"))
-        digest.update(content)
+        digest.update(io.size(path).to_bytes(8, "little"))
+        with io.open_file(path, "rb") as handle:   # in pieces: a file may exceed memory
+            for piece in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(piece)
     return digest.hexdigest()
 
 
