@@ -25,10 +25,13 @@ from absl import flags, logging
 
 from albert import cli, io, tokenization
 from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
+from albert.config import AlbertConfig
 from albert.errors import InputError
+from albert.evaluation.tagging_metrics import entities, is_chunk_tagging
+from albert.finetuning_data import tagged_files
 from albert.finetuning_data.labelled_files import FORMATS, Row, file_format
-from albert.modeling import AlbertClassifier
-from albert.tasks import file_classification
+from albert.modeling import AlbertClassifier, AlbertTokenClassifier
+from albert.tasks import file_classification, token_classification
 from albert.tasks.finetuning import RUN_SETTINGS_FILE
 
 TEXT_FORMAT = "text"
@@ -50,8 +53,6 @@ FLAGS = flags.FLAGS
 
 def _run_tokenizer_and_config(model_dir: str, settings: dict):
     """(tokenizer, AlbertConfig, max_seq_length) a run directory was trained with."""
-    from albert.config import AlbertConfig
-
     spm = io.join(model_dir, file_classification.SPM_FILE)
     vocab = io.join(model_dir, file_classification.VOCAB_FILE)
     tokenizer = tokenization.load_tokenizer(
@@ -113,9 +114,6 @@ class TokenPredictor:
     """A tagger's run directory (run_token_classifier.py): its model, tokenizer and tags."""
 
     def __init__(self, model_dir: str, checkpoint: str = "model.ckpt-best"):
-        from albert.modeling import AlbertTokenClassifier
-        from albert.tasks import token_classification
-
         settings = io.read_json(io.join(model_dir, RUN_SETTINGS_FILE))
         self.tags = tuple(settings["tags"])
         self.tokenizer, self.config, self.max_seq_length = _run_tokenizer_and_config(
@@ -125,21 +123,18 @@ class TokenPredictor:
         self.model = AlbertTokenClassifier(self.config, len(self.tags))
         assign_model_weights(self.model, weights, path)
         self.source = path
-        self._task = token_classification
 
     def tag(self, sentences, batch_size: int):
         """Each sentence's (tags, the chosen tags' probabilities)."""
-        tagged = self._task.tagged_set(sentences, self.tags, self.tokenizer, self.max_seq_length)
-        logits = self._task.tag_logits(self.model, tagged, batch_size)
-        probabilities, predicted = self._task.word_predictions(logits, tagged)
+        tagged = token_classification.tagged_set(sentences, self.tags, self.tokenizer, self.max_seq_length)
+        logits = token_classification.tag_logits(self.model, tagged, batch_size)
+        probabilities, predicted = token_classification.word_predictions(logits, tagged)
         return [([self.tags[i] for i in indices], [float(p[k, i]) for k, i in enumerate(indices)])
                 for p, indices in zip(probabilities, predicted)]
 
 
 def tagged_text(text: str, tags, probabilities) -> dict:
     """Raw text's words (whitespace-separated, with character offsets), tags and entities."""
-    from albert.evaluation.tagging_metrics import entities, is_chunk_tagging
-
     spans = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
     words = [{"word": word, "start": start, "end": end, "tag": tag, "probability": p}
              for (word, start, end), tag, p in zip(spans, tags, probabilities)]
@@ -246,8 +241,6 @@ class _ByteProgress:
 def tag_words(texts) -> None:
     """A tagger's run: raw text (--text, or a .txt file's lines) gets words with offsets, tags
     and entities as JSON Lines; a CoNLL or JSON Lines file is written back with the tags."""
-    from albert.finetuning_data import tagged_files
-
     predictor = TokenPredictor(FLAGS.model_dir, FLAGS.checkpoint)
     raw = list(texts)
     path = FLAGS.input_file

@@ -28,7 +28,7 @@ LAYERS = [
     {"run_builder"},
     {"finetuning"},
     {"export", "finetuning_cli"},
-    {"paper", "demo"},
+    {"paper", "demo", "predict"},
     # `python -m albert.run_classifier` etc.: the original's documented commands, which run
     # the scripts at the repository's top level.
     {"convert_checkpoint", "create_pretraining_data", "run_classifier", "run_pretraining",
@@ -95,6 +95,7 @@ FLAG_READERS = {
     "finetuning_cli.py",    # the fine-tuning scripts' shared flags -> FinetuningRuntime
     "restarts.py",          # --restarts: runs a script again with some flags changed
     "memory.py",            # its main(): `python -m albert.memory`
+    "predict.py",           # its main(): `python -m albert.predict`
     os.path.join("datasets", "__main__.py"),
     os.path.join("export", "__main__.py"),
     os.path.join("tokenization", "__main__.py"),

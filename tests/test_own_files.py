@@ -110,6 +110,9 @@ def _flags(config_file, spm, output_dir, **flags):
                                    for k, v in values.items()], "--noprogress"]
 
 
+# Slow tier: about 25 s on one core (200 training steps, a SavedModel export and two more
+# runs), kept out of the default suite's 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_from_a_csv_to_a_served_model(tmp_path, synthetic_corpus):
     """Fine-tune from a CSV, evaluate, predict, export; albert.predict and the SavedModel
     give the run's own predictions."""

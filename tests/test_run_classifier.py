@@ -270,6 +270,9 @@ def test_eval_results_txt_prints_numbers_and_arrays_as_the_original_does(tmp_pat
     assert all(isinstance(v, float) for k, v in entry.items() if k not in ("step", "concatenated"))
 
 
+# Slow tier: 44 s in the default suite of 2026-12-06 (2 AVX2 cores), moved to make room for
+# the own-files and tagging tests within the default suite's 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_export_serves_serialized_examples_and_tensors(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     config = tiny_config(**TINY)

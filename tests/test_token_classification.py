@@ -155,6 +155,9 @@ def _flags(config_file, spm, output_dir, **flags):
                                          for k, v in values.items()], "--noprogress"]
 
 
+# Slow tier: about 20 s on one core (200 training steps and a prediction run), kept out of
+# the default suite's 15 minutes (docs/testing.md).
+@pytest.mark.slow
 def test_a_tagger_learns_from_a_conll_file_and_tags_raw_text(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     config_file = tmp_path / "albert_config.json"

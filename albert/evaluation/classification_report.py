@@ -163,9 +163,9 @@ def write_report(output_dir: str, result: dict, checkpoint: str) -> List[str]:
 
 def plot_confusion(result: dict, path: str) -> Optional[str]:
     try:
-        import matplotlib
+        import matplotlib  # optional dependency: matplotlib comes with the demo extra
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # (the same optional dependency)
     except ImportError:
         logger.info("matplotlib is not installed: no %s (the table is in %s)", CONFUSION_PNG,
                     REPORT_MARKDOWN)

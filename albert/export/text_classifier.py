@@ -45,6 +45,8 @@ class TextClassifierExport(tf.__internal__.tracking.AutoTrackable):
     def __init__(self, model, tokenizer, labels: Optional[tuple], pair: bool,
                  max_seq_length: int):
         super().__init__()
+        # Here, not at the top: it loads tensorflow_text's op library, which only exports
+        # that take strings need (run_classifier.py imports this module for every run).
         from albert.tokenization.in_graph import InGraphSentencePieceTokenizer
 
         self._model = Untracked(model)

@@ -29,9 +29,11 @@ from albert import io
 from albert.errors import InputError
 from albert.evaluation import classification_report
 from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
-from albert.finetuning_data.glue import convert_example, serialize_features
+from albert.finetuning_data.glue import convert_example, convert_examples, serialize_features
 from albert.finetuning_data.labelled_files import (ColumnSpec, FileTask, Row, file_format,
                                                    infer_task, iter_rows)
+from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
+                                         stack_features)
 from albert.tasks.finetuning import RUN_SETTINGS_FILE
 
 logger = logging.getLogger("albert")
@@ -229,9 +231,6 @@ def predict(model, task: FileTask, examples: Sequence, tokenizer, max_seq_length
             batch_size: int, jit_compile: bool = False, progress=None):
     """(probabilities, predictions) of `examples`, in order, on length-bucketed batches of
     each chunk of rows (as every evaluation here); `progress.update(n)` per chunk."""
-    from albert.finetuning_data.glue import convert_examples
-    from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
-                                             stack_features)
     parts = []
     for start in range(0, len(examples), PREDICTION_CHUNK):
         chunk = examples[start:start + PREDICTION_CHUNK]
