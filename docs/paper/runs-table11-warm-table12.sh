@@ -86,18 +86,24 @@ copy_back() {  # $1: a reproduction; each newly finished run (result.json), with
 ladder() {  # $1: the top paper depth; every seed of every rung up to it
   local below
   below=$(python -c "import sys; d=[3,6,12,24,36]; print(','.join(map(str, d[:d.index(int(sys.argv[1]))])))" "$1")
-  python -m albert.paper reproduce --table=4 "${COMMON[@]}" --output_dir=$T11 --seeds=3 \
-      --cells="E=768, strategy=all-shared" --layers="$1" \
-      ${below:+--warm_start_from_previous_depth=$below}
-  copy_back $T11
+  local seeds
+  for seeds in 1 2 3; do  # --seeds=k trains seed k (finding 1..k-1 finished): each run copied back as it ends
+    python -m albert.paper reproduce --table=4 "${COMMON[@]}" --output_dir=$T11 --seeds=$seeds \
+        --cells="E=768, strategy=all-shared" --layers="$1" \
+        ${below:+--warm_start_from_previous_depth=$below}
+    copy_back $T11
+  done
 }
 widths() {  # $1: cpu-scale widths, e.g. 128,256 (their cells of Table 12), 2 seeds each
   local cells=() width
   declare -A paper=([128]=1024 [256]=2048 [512]=4096 [768]=6144)
   for width in ${1//,/ }; do cells+=("hidden=${paper[$width]}"); done
-  python -m albert.paper reproduce --table=12 "${COMMON[@]}" --output_dir=$T12 --seeds=2 \
-      --cells="$(IFS=';'; echo "${cells[*]}")" --hidden_sizes="$1"
-  copy_back $T12
+  local seeds
+  for seeds in 1 2; do
+    python -m albert.paper reproduce --table=12 "${COMMON[@]}" --output_dir=$T12 --seeds=$seeds \
+        --cells="$(IFS=';'; echo "${cells[*]}")" --hidden_sizes="$1"
+    copy_back $T12
+  done
 }
 if [ $# -gt 0 ]; then
   echo "runs start $(date -u +%FT%TZ): $*"
