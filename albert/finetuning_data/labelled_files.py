@@ -61,7 +61,7 @@ def file_format(path: str, given: Optional[str] = None) -> str:
 
 
 @contextlib.contextmanager
-def _lines(path: str):
+def utf8_lines(path: str):
     """The file's lines as read, decoded as UTF-8 without a byte-order mark, ends kept; a
     line ends only at a line feed (CR LF too), not at U+2028 and the like, which text holds.
     Read as they come (a file larger than memory streams); a byte that is not UTF-8 is an
@@ -153,7 +153,7 @@ def iter_rows(pattern: str, given_format: Optional[str], columns: Sequence[str],
     count = 0
     for path in paths:
         fmt = file_format(path, given_format)
-        with _lines(path) as lines:
+        with utf8_lines(path) as lines:
             rows = _json_rows(path, lines) if fmt == "jsonl" else _delimited_rows(path, lines, fmt)
             header = None
             for row in rows:

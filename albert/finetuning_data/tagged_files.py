@@ -29,6 +29,7 @@ import numpy as np
 
 from albert import io
 from albert.errors import InputError
+from albert.finetuning_data.labelled_files import utf8_lines
 
 logger = logging.getLogger("albert")
 
@@ -53,13 +54,9 @@ def file_format(path: str, given: Optional[str] = None) -> str:
 
 
 def _text(path: str) -> str:
-    with io.open_binary_maybe_gzip(path) as handle:
-        data = handle.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text (byte {error.start})") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    """The file's text, read as the own-files readers read theirs (UTF-8, BOM dropped)."""
+    with utf8_lines(path) as lines:
+        return "".join(lines)
 
 
 def _conll(path: str, text: str, tag_column: Optional[int], tagged: bool) -> List[Sentence]:
