@@ -18,7 +18,9 @@ Outputs in --output_dir: model.ckpt-N and model.ckpt-best (by entity F1 for BIO,
 tags, else word accuracy), eval_results.json / .txt at every checkpoint, eval_report.{json,md}
 for model.ckpt-best (entity scores per type, the confusion matrix over tags, each beside the
 baseline of each word's commonest training tag), test_predictions.<conll|jsonl> with
---do_predict. `python -m albert.predict --model_dir=RUN` tags raw text with character offsets.
+--do_predict. `python -m albert.predict --model_dir=RUN` tags raw text with character offsets. With
+--export_dir, a SavedModel of model.ckpt-best that takes raw strings and returns each word's
+tag and character span (`--output_dir=RUN --export_dir=DIR` exports a finished run).
 See docs/token_classification.md.
 """
 
@@ -27,6 +29,7 @@ from absl import flags, logging
 from albert import cli, finetuning, finetuning_cli, io, restarts
 from albert.checkpoints import assign_model_weights
 from albert.errors import InputError
+from albert.export.token_tagger import export_token_tagger
 from albert.finetuning_data import tagged_files
 from albert.finetuning_data.feature_cache import files_fingerprint, tokenizer_settings
 from albert.tasks import file_classification, token_classification
@@ -69,6 +72,8 @@ flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) 
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Evaluated checkpoints kept (0: all).")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "ALBERT's AdamW or LAMB.")
 flags.DEFINE_float("classifier_dropout", 0.1, "Dropout of the tagging head.")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel of model.ckpt-best here "
+                    "(<export_dir>/1/): raw strings in, each word's tag and span out.")
 finetuning_cli.define_tpu_flags()
 finetuning_cli.define_runtime_flags()
 flags.adopt_module_key_flags(finetuning_cli)
@@ -78,10 +83,15 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
+    if FLAGS.export_dir:
+        # Refused now, not after the training.
+        io.check_new_directory(FLAGS.export_dir, hint="remove it or choose another --export_dir")
     out = FLAGS.output_dir
     restarts.main(run_once, restarts.RestartPlan(
-        evaluates=FLAGS.do_train and FLAGS.do_eval, predicts=FLAGS.do_predict,
-        seed_flags={"do_predict": False, "cached_dir": FLAGS.cached_dir or out},
+        evaluates=FLAGS.do_train and FLAGS.do_eval,
+        predicts=FLAGS.do_predict or bool(FLAGS.export_dir),
+        seed_flags={"do_predict": False, "export_dir": None,
+                    "cached_dir": FLAGS.cached_dir or out},
         predict_flags={"do_train": False, "do_eval": False},
         carried_flags=finetuning_cli.flags_carried_by_initial_checkpoint))
 
@@ -106,8 +116,9 @@ def recorded_task() -> tuple:
 
 
 def run_once():
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise InputError("At least one of --do_train, --do_eval or --do_predict must be set")
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
+        raise InputError("At least one of --do_train, --do_eval, --do_predict or --export_dir "
+                         "must be set")
     for wanted, flag, name in ((FLAGS.do_train, "--do_train", "train_file"),
                                (FLAGS.do_eval, "--do_eval", "validation_file"),
                                (FLAGS.do_predict, "--do_predict", "test_file")):
@@ -153,7 +164,7 @@ def run_once():
         keep_checkpoint_max=FLAGS.keep_checkpoint_max)
     if FLAGS.do_eval and not FLAGS.do_train:
         finetuning.check_checkpoints_to_evaluate(FLAGS.output_dir)
-    if FLAGS.do_predict:
+    if FLAGS.do_predict or FLAGS.export_dir:
         finetuning.check_something_to_predict_with(FLAGS.output_dir, FLAGS.init_checkpoint,
                                                    trains=FLAGS.do_train, evaluates=FLAGS.do_eval)
     cache = None
@@ -180,11 +191,13 @@ def run_once():
                                                         FLAGS.max_seq_length)
 
     finetuning.train_and_evaluate(trainer, FLAGS.do_train, FLAGS.do_eval)
-    if not trainer.worker.is_chief or not (FLAGS.do_predict or validation is not None):
+    if not trainer.worker.is_chief or not (FLAGS.do_predict or FLAGS.export_dir or
+                                           validation is not None):
         return
     weights, source = finetuning.prediction_weights(
         runtime, FLAGS.output_dir, FLAGS.init_checkpoint, config, "token_classifier", head_dims,
-        FLAGS.do_train, "Predicting" if FLAGS.do_predict else "Reporting")
+        FLAGS.do_train, "Predicting" if FLAGS.do_predict else
+        "Exporting" if FLAGS.export_dir else "Reporting")
     model = task.build_model()
     assign_model_weights(model, weights, source)
     if validation is not None:
@@ -200,6 +213,10 @@ def run_once():
             test, [[tags[i] for i in sentence] for sentence in predicted],
             tagged_files.file_format(predictions_path), FLAGS.words_key, FLAGS.tags_key))
         logging.info("Wrote the tags of %d sentences to %s", len(test), predictions_path)
+    if FLAGS.export_dir:
+        exported = export_token_tagger(finetuning.float32_model(task, weights, source), tokenizer,
+                                       tags, FLAGS.export_dir, FLAGS.max_seq_length)
+        logging.info("Exported a SavedModel of %s to %s", source, exported)
 
 
 if __name__ == "__main__":

@@ -169,7 +169,8 @@ def test_a_tagger_learns_from_a_conll_file_and_tags_raw_text(tmp_path, synthetic
     run = tmp_path / "run"
     result = run_script(*_flags(config_file, spm, str(run), train_file=tmp_path / "train.conll",
                                 validation_file=tmp_path / "dev.conll", test_file=tmp_path / "dev.conll",
-                                do_train=True, do_eval=True, do_predict=True))
+                                do_train=True, do_eval=True, do_predict=True,
+                                export_dir=tmp_path / "served"))
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((run / "eval_report.json").read_text())
     metrics = report["metrics"]
@@ -188,6 +189,14 @@ def test_a_tagger_learns_from_a_conll_file_and_tags_raw_text(tmp_path, synthetic
     assert all(text[w["start"]:w["end"]] == w["word"] for w in tagged["words"])
     for entity in tagged["entities"]:
         assert text[entity["start"]:entity["end"]] == entity["text"]
+    # The SavedModel, loaded from disk with strings in, tags as albert.predict did.
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+
+    served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"](
+        text=tf.constant([text]))
+    assert [t.decode() for t in served["tags"][0].numpy()] == [w["tag"] for w in tagged["words"]]
+    assert served["start"][0].numpy().tolist() == [w["start"] for w in tagged["words"]]
 
 
 @pytest.mark.parametrize("problem", ["unseen tag", "wrong columns", "one tag", "not utf-8"])
@@ -212,3 +221,47 @@ def test_a_bad_tagged_file_ends_with_one_error_line(tmp_path, synthetic_corpus, 
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
     assert not run.exists() or not os.listdir(run)
+
+
+def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, synthetic_corpus):
+    """Windows (max_seq_length 8), odd whitespace, a word without pieces, accents and an
+    empty text: the SavedModel's words, offsets, tags and probabilities are the Python
+    path's (albert.predict)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+
+    from albert.export.token_tagger import export_token_tagger
+    from albert.modeling import AlbertTokenClassifier
+    from albert.predict import tagged_text
+    from albert.tasks import token_classification
+    from albert.tokenization import SentencePieceTokenizer
+
+    _, spm = synthetic_corpus
+    tokenizer = SentencePieceTokenizer(spm)
+    tags = ("O", "B-LOC", "B-PER", "I-PER")
+    model = AlbertTokenClassifier(tiny_config(vocab_size=1200), num_labels=len(tags))
+    texts = ["balopi renwenor  mivoxo\tzomivo", "Zürich\u00a0und  Genève \x01 ist",
+             "", " ".join(["kabasa", "pizotu", "mivoxo"] * 7), "  rygumonmon  "]
+    exported = export_token_tagger(model, tokenizer, tags, str(tmp_path / "tagger"), 8)
+    served = tf.saved_model.load(exported).signatures["serving_default"](text=tf.constant(texts))
+    assert list(tf.saved_model.load(exported).tags().numpy().astype(str)) == list(tags)
+
+    sentences = [tagged_files.Sentence(str(i), tuple(text.split()), None)
+                 for i, text in enumerate(texts)]
+    tagged = token_classification.tagged_set(sentences, tags, tokenizer, 8)
+    assert len(tagged.arrays["input_mask"]) > len(texts) + 3   # long texts were windowed
+    logits = token_classification.tag_logits(model, tagged, 4)
+    probabilities, predicted = token_classification.word_predictions(logits, tagged)
+    for row, text in enumerate(texts):
+        chosen = [float(probabilities[row][k, i]) for k, i in enumerate(predicted[row])]
+        words = tagged_text(text, [tags[i] for i in predicted[row]], chosen)["words"]
+        count = int(served["word_count"][row])
+        assert count == len(words)
+        assert [w.decode() for w in served["words"][row, :count].numpy()] == \
+            [w["word"] for w in words]
+        assert served["start"][row, :count].numpy().tolist() == [w["start"] for w in words]
+        assert served["end"][row, :count].numpy().tolist() == [w["end"] for w in words]
+        assert [t.decode() for t in served["tags"][row, :count].numpy()] == \
+            [w["tag"] for w in words]
+        np.testing.assert_allclose(served["probabilities"][row, :count].numpy(),
+                                   [w["probability"] for w in words], atol=1e-5)

@@ -218,12 +218,13 @@ def windows(sentence_index: int, pieces: Sequence[Sequence[int]], tag_ids: Optio
     if starts[-1] + budget < len(flat):
         starts.append(len(flat) - budget)
     # The window that gives each word's first piece the most context.
-    best: Dict[int, Tuple[float, int]] = {}
+    best: Dict[int, Tuple[int, int]] = {}
     for window, start in enumerate(starts):
         end = min(start + budget, len(flat))
         for position in range(start, end):
             if first[position]:
-                context = min(position - start, end - 1 - position) + 0.01 * (end - start)
+                # In whole numbers, so that ties are exact (the exported graph's rule too).
+                context = 100 * min(position - start, end - 1 - position) + (end - start)
                 if owner[position] not in best or context > best[owner[position]][0]:
                     best[owner[position]] = (context, window)
     features = []

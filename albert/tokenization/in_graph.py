@@ -55,6 +55,11 @@ def _patterns():
     return whitespace, combining, digit, cased, not_cased, case_ignorable
 
 
+def whitespace_class() -> str:
+    """An RE2 character class of the characters `str.split()` splits on."""
+    return _patterns()[0]
+
+
 class InGraphSentencePieceTokenizer(tf.Module):
     """`SentencePieceTokenizer.encode` as TensorFlow ops.
 
