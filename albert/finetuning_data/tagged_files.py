@@ -59,6 +59,14 @@ def _text(path: str) -> str:
         return "".join(lines)
 
 
+def _json_object(line: str) -> bool:
+    """Whether a line is a JSON object (a CoNLL word may start with "{": `{0,T}` in Brown)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def _conll(path: str, text: str, tag_column: Optional[int], tagged: bool) -> List[Sentence]:
     sentences, words, tags, start, width = [], [], [], None, None
 
@@ -77,7 +85,7 @@ def _conll(path: str, text: str, tag_column: Optional[int], tagged: bool) -> Lis
         if columns[0] == "-DOCSTART-":
             close()
             continue
-        if line.lstrip().startswith("{"):
+        if line.lstrip().startswith("{") and _json_object(line):
             raise InputError(f"{path}:{number}: this looks like JSON Lines, not CoNLL; name the "
                              "file .jsonl or pass --file_format=jsonl")
         if width is None:
@@ -166,8 +174,10 @@ def check_tags(sentences: Sequence[Sentence], tags: Sequence[str]) -> None:
                 if sentence.where.rsplit(":", 1)[-1].isdigit() and "jsonl" not in line:
                     path, first = sentence.where.rsplit(":", 1)
                     line = f"{path}:{int(first) + index}"
+                shown = ", ".join(tags[:30]) + (f", and {len(tags) - 30} more"
+                                                 if len(tags) > 30 else "")
                 raise InputError(f"{line}: tag {tag!r} was never seen in the training file "
-                                 f"(its tags: {', '.join(tags)})")
+                                 f"(its tags: {shown})")
 
 
 def most_frequent_tags(sentences: Sequence[Sentence]) -> Tuple[Dict[str, str], str]:
