@@ -132,10 +132,13 @@ def main(run_once: Callable[[], None], plan: RestartPlan) -> None:
 def _predict_flags(plan: RestartPlan, output_dir: str, first_seed: int,
                    best_directory: str) -> Dict[str, object]:
     """The final run's flags: no training, the best seed's model.ckpt-best."""
-    return dict(plan.predict_flags, output_dir=output_dir, random_seed=first_seed,
-                init_checkpoint=io.join(best_directory, "model.ckpt-best"),
-                init_checkpoint_format="tf1", init_encoder_only=False,
-                albert_hub_module_handle=None, **plan.carried_flags(best_directory))
+    values = dict(plan.predict_flags, output_dir=output_dir, random_seed=first_seed,
+                  init_checkpoint=io.join(best_directory, "model.ckpt-best"),
+                  init_checkpoint_format="tf1", init_encoder_only=False,
+                  **plan.carried_flags(best_directory))
+    if "albert_hub_module_handle" in FLAGS:   # not a flag of run_token_classifier.py
+        values["albert_hub_module_handle"] = None
+    return values
 
 
 def _clear_session() -> None:

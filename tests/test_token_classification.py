@@ -268,3 +268,72 @@ def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, 
             [w["tag"] for w in words]
         np.testing.assert_allclose(served["probabilities"][row, :count].numpy(),
                                    [w["probability"] for w in words], atol=1e-5)
+
+
+def _tagger_args(tmp_path, spm, out, **flags):
+    """run_token_classifier.py's arguments for a tiny tagger on a small synthetic CoNLL pair
+    (written once into tmp_path)."""
+    config_file = tmp_path / "albert_config.json"
+    if not config_file.exists():
+        config_file.write_text(json.dumps(TINY))
+        rng = random.Random(5)
+        _write_conll(tmp_path / "train.conll", _tagged_corpus(rng, 40))
+        _write_conll(tmp_path / "dev.conll", _tagged_corpus(rng, 12))
+    values = dict(train_file=tmp_path / "train.conll", validation_file=tmp_path / "dev.conll",
+                  do_train=True, do_eval=True)
+    values.update(flags)
+    return _flags(config_file, spm, str(out), **{k: v for k, v in values.items() if v is not None})
+
+
+def test_ctrl_c_stops_the_tagger_with_one_line_and_the_same_command_resumes(tmp_path,
+                                                                           synthetic_corpus):
+    import re
+
+    from test_finetuning_scripts import _interrupt_when
+
+    _, spm = synthetic_corpus
+    out = tmp_path / "run"
+    args = _tagger_args(tmp_path, spm, out, train_step=100000, save_checkpoints_steps=3)
+    status, stderr = _interrupt_when(args, lambda: (out / "model.ckpt-3.index").exists())
+    assert status == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    match = re.fullmatch(r"Interrupted: stopped at step (\d+); the same command resumes from "
+                         r".*model\.ckpt-(\d+)", stderr.strip().splitlines()[-1])
+    assert match, stderr[-2000:]
+    step = int(match.group(2))
+    resumed = run_script(*_tagger_args(tmp_path, spm, out, train_step=step + 3,
+                                       save_checkpoints_steps=3))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resumed from {out}/model.ckpt-{step}" in resumed.stderr
+    assert json.loads((out / "eval_report.json").read_text())["checkpoint"].endswith(
+        "model.ckpt-best")
+
+
+# Slow tier: three tagger runs, about 40 s on 2 cores.
+@pytest.mark.slow
+def test_tagger_restarts_resume_after_a_kill_and_predict_with_the_best_seed(tmp_path,
+                                                                            synthetic_corpus):
+    from test_restarts import _kill_when
+
+    _, spm = synthetic_corpus
+    out = tmp_path / "run"
+    args = _tagger_args(tmp_path, spm, out, restarts=2, random_seed=7,
+                        test_file=tmp_path / "dev.conll", do_predict=True, train_step=12,
+                        save_checkpoints_steps=3)
+    _kill_when(args, lambda: (out / "seed-8" / "model.ckpt-3.index").exists())
+    assert not (out / "restarts.json").exists()
+    resumed = run_script(*args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resumed from {out}/seed-8/model.ckpt-" in resumed.stderr
+    assert "Already trained to step 12" in resumed.stderr
+    summary = json.loads((out / "restarts.json").read_text())
+    assert summary["metric"] == "entity_f1"
+    best = out / f"seed-{summary['best']['seed']}"
+    assert f"Predicting with {best}/model.ckpt-best" in resumed.stderr
+    alone = run_script(*_tagger_args(tmp_path, spm, tmp_path / "alone", do_train=None,
+                                     do_eval=None, train_file=None, validation_file=None,
+                                     test_file=tmp_path / "dev.conll", do_predict=True,
+                                     init_checkpoint=best / "model.ckpt-best"))
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert (out / "test_predictions.conll").read_text() == \
+        (tmp_path / "alone" / "test_predictions.conll").read_text()
