@@ -140,7 +140,7 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
     Each batch is cut to its longest example, but not below `min_length`
     (e.g. a top-k over positions); with `trim=False` every batch keeps all
     `S` positions. `position_outputs` name the outputs with a position axis
-    (`[N, length]`): they are padded back to `S` with −inf. `call_options`:
+    (`[N, length, ...]`): they are padded back to `S` with −inf. `call_options`:
     (name, value) pairs passed to the model's call (e.g. `logits_only`).
     """
     mask = features["input_mask"]
@@ -166,7 +166,7 @@ def bucketed_outputs(model, features: Dict[str, np.ndarray], batch_size: int,
         for name, value in batch.items():
             value = value.numpy()
             if name in position_outputs and length < width:
-                padded = np.full((len(rows), width), -np.inf, value.dtype)
+                padded = np.full((len(rows), width, *value.shape[2:]), -np.inf, value.dtype)
                 padded[:, :length] = value
                 value = padded
             if name not in outputs:

@@ -90,21 +90,23 @@ def training_records(sentences: Sequence[Sentence], tags: Sequence[str], tokeniz
 
 def word_predictions(logits: np.ndarray, tagged: TaggedSet) -> Tuple[List[np.ndarray], List]:
     """(per sentence: each word's tag probabilities, per sentence: each word's tag index)."""
-    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probabilities /= probabilities.sum(axis=-1, keepdims=True)
     per_sentence = [np.zeros((len(s.words), logits.shape[-1]), np.float32)
                     for s in tagged.sentences]
     rows, positions = np.nonzero(tagged.arrays["word_ids"] != IGNORED)
-    for row, position in zip(rows, positions):
+    scored = logits[rows, positions]   # the positions read (padding may hold -inf)
+    probabilities = np.exp(scored - scored.max(axis=-1, keepdims=True))
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    for row, position, values in zip(rows, positions, probabilities):
         sentence = tagged.arrays["sentence_ids"][row]
-        per_sentence[sentence][tagged.arrays["word_ids"][row, position]] = \
-            probabilities[row, position]
+        per_sentence[sentence][tagged.arrays["word_ids"][row, position]] = values
     return per_sentence, [p.argmax(axis=-1) for p in per_sentence]
 
 
 def tag_logits(model, tagged: TaggedSet, batch_size: int, jit_compile: bool = False):
-    """Logits `[windows, S, tags]` on length-sorted batches (every position kept)."""
-    return bucketed_outputs(model, tagged.arrays, batch_size, jit_compile, trim=False)["logits"]
+    """Logits `[windows, S, tags]` on length-sorted batches, each cut to its longest window
+    (positions past a window's end hold -inf)."""
+    return bucketed_outputs(model, tagged.arrays, batch_size, jit_compile,
+                            position_outputs=("logits",))["logits"]
 
 
 @dataclasses.dataclass(kw_only=True)
