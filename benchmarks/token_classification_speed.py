@@ -235,6 +235,14 @@ RUNNERS = {"ours_train": lambda a: train_ours(a, bucketed=True),
            "hf_train": train_hf, "ours_predict": predict_ours, "hf_predict": predict_hf}
 
 
+def cpu_name() -> str:
+    if os.path.exists("/proc/cpuinfo"):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def cpu_flags() -> list:
     flags = []
     if os.path.exists("/proc/cpuinfo"):
@@ -289,7 +297,7 @@ def main():
                                                              "train_sentences",
                                                              "predict_sentences",
                                                              "train_steps", "rounds")),
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
                     "cpu_features": cpu_flags()},
         "date": time.strftime("%Y-%m-%d"), "config": os.path.relpath(args.config, REPO),
         "mean_window_length": {"train": float(train["input_mask"].sum(1).mean()),

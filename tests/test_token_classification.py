@@ -196,9 +196,10 @@ def test_a_tagger_learns_from_a_conll_file_and_tags_raw_text(tmp_path, synthetic
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
-    served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"](
-        text=tf.constant([text]))
+    loaded = tf.saved_model.load(str(tmp_path / "served" / "1"))
+    served = loaded.signatures["serving_default"](text=tf.constant([text]))
     assert [t.decode() for t in served["tags"][0].numpy()] == [w["tag"] for w in tagged["words"]]
+    assert list(loaded.tags().numpy().astype(str)) == ["O", "B-LOC", "B-PER", "I-PER"]
     assert served["start"][0].numpy().tolist() == [w["start"] for w in tagged["words"]]
 
 
@@ -228,12 +229,11 @@ def test_a_bad_tagged_file_ends_with_one_error_line(tmp_path, synthetic_corpus, 
 
 def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, synthetic_corpus):
     """Windows (max_seq_length 8), odd whitespace, a word without pieces, accents and an
-    empty text: the SavedModel's words, offsets, tags and probabilities are the Python
-    path's (albert.predict)."""
+    empty text: the serving function's words, offsets, tags and probabilities are the Python
+    path's (albert.predict). Traced here, not saved: the slow tagger test loads a saved one."""
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
-    from albert.export.token_tagger import export_token_tagger
+    from albert.export.token_tagger import TokenTaggerExport
     from albert.modeling import AlbertTokenClassifier
     from albert.predict import tagged_text
     from albert.tasks import token_classification
@@ -245,9 +245,9 @@ def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, 
     model = AlbertTokenClassifier(tiny_config(vocab_size=1200), num_labels=len(tags))
     texts = ["balopi renwenor  mivoxo\tzomivo", "Zürich\u00a0und  Genève \x01 ist",
              "", " ".join(["kabasa", "pizotu", "mivoxo"] * 7), "  rygumonmon  "]
-    exported = export_token_tagger(model, tokenizer, tags, str(tmp_path / "tagger"), 8)
-    served = tf.saved_model.load(exported).signatures["serving_default"](text=tf.constant(texts))
-    assert list(tf.saved_model.load(exported).tags().numpy().astype(str)) == list(tags)
+    root = TokenTaggerExport(model, tokenizer, tags, 8)
+    served = root.serving_default(text=tf.constant(texts))
+    assert list(root.tags().numpy().astype(str)) == list(tags)
 
     sentences = [tagged_files.Sentence(str(i), tuple(text.split()), None)
                  for i, text in enumerate(texts)]
