@@ -164,9 +164,6 @@ def train_ours(args, features, bucketed):
 
     from albert.finetuning_data.glue import TASKS, InputFeatures, serialize_features
     from albert.tasks.classification import ClassificationTask
-    from albert.training.distribute import create_strategy
-    from albert.training.loop import Trainer, TrainerConfig, variable_names_for
-    from albert.training.optimization import create_optimizer
 
     config, _, _ = _model_and_weights(args.config)
     directory = tempfile.mkdtemp()
@@ -180,24 +177,37 @@ def train_ours(args, features, bucketed):
     task = ClassificationTask(config=config, glue_task=TASKS["sst-2"],
                               max_seq_length=args.max_seq_length, train_cache=cache,
                               train_records=len(features["input_mask"]))
+    return loop_steps_per_second(task, directory, args.batch_size, args.train_steps,
+                                 warmup_steps=2, bucket_window=10 if bucketed else 0,
+                                 learning_rate=1e-5)
+
+
+def loop_steps_per_second(task, directory: str, batch_size: int, train_steps: int,
+                          warmup_steps: int, bucket_window: int, learning_rate: float) -> float:
+    """Training steps/s of `task` through the training loop and its input pipeline (AdamW):
+    `warmup_steps` first, then `train_steps` timed in one call."""
+    import tensorflow as tf
+
+    from albert.training.distribute import create_strategy
+    from albert.training.inputs import distributed_training_dataset
+    from albert.training.loop import Trainer, TrainerConfig, variable_names_for
+    from albert.training.optimization import create_optimizer
+
     trainer = Trainer(task, create_strategy("one_device"),
-                      TrainerConfig(directory, 10 ** 6, args.batch_size,
-                                    steps_per_loop=args.train_steps,
-                                    bucket_window=10 if bucketed else 0),
-                      lambda names: create_optimizer("adamw", 1e-5, 10 ** 6, 0,
+                      TrainerConfig(directory, 10 ** 6, batch_size, steps_per_loop=train_steps,
+                                    bucket_window=bucket_window),
+                      lambda names: create_optimizer("adamw", learning_rate, 10 ** 6, 0,
                                                      variable_names=names,
                                                      gradients_summed_by_caller=True),
                       variable_names_for)
     model, optimizer = trainer.build()
-    from albert.training.inputs import distributed_training_dataset
-
-    dataset = distributed_training_dataset(trainer.strategy, task.train_input(), args.batch_size,
-                                           0, 0, bucket_window=10 if bucketed else 0)
-    train_steps = trainer.training_steps(model, optimizer, iter(dataset))
-    train_steps(tf.constant(2))
+    dataset = distributed_training_dataset(trainer.strategy, task.train_input(), batch_size,
+                                           0, 0, bucket_window=bucket_window)
+    steps = trainer.training_steps(model, optimizer, iter(dataset))
+    steps(tf.constant(warmup_steps))
     start = time.perf_counter()
-    float(train_steps(tf.constant(args.train_steps))["loss"][-1])
-    return args.train_steps / (time.perf_counter() - start)
+    float(steps(tf.constant(train_steps))["loss"][-1])
+    return train_steps / (time.perf_counter() - start)
 
 
 def measure(args):

@@ -39,6 +39,7 @@ import tempfile
 import time
 
 import numpy as np
+from finetuning_speed import loop_steps_per_second
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -193,10 +194,6 @@ def train_ours(args, bucketed: bool):
 
     from albert.records.example_proto import encode_example
     from albert.tasks.token_classification import TokenClassificationTask
-    from albert.training.distribute import create_strategy
-    from albert.training.inputs import distributed_training_dataset
-    from albert.training.loop import Trainer, TrainerConfig, variable_names_for
-    from albert.training.optimization import create_optimizer
 
     arrays, tags = load(args, "train")
     config, _, _ = _model_and_weights(args, len(tags))
@@ -212,22 +209,9 @@ def train_ours(args, bucketed: bool):
     task = TokenClassificationTask(config=config, tags=tuple(tags),
                                    max_seq_length=args.max_seq_length, train_cache=cache,
                                    train_records=len(arrays["input_mask"]))
-    window = MEGA_BATCHES if bucketed else 0
-    trainer = Trainer(task, create_strategy("one_device"),
-                      TrainerConfig(directory, 10 ** 6, args.batch_size,
-                                    steps_per_loop=args.train_steps, bucket_window=window),
-                      lambda names: create_optimizer("adamw", 5e-5, 10 ** 6, 0,
-                                                     variable_names=names,
-                                                     gradients_summed_by_caller=True),
-                      variable_names_for)
-    model, optimizer = trainer.build()
-    dataset = distributed_training_dataset(trainer.strategy, task.train_input(), args.batch_size,
-                                           0, 0, bucket_window=window)
-    steps = trainer.training_steps(model, optimizer, iter(dataset))
-    steps(tf.constant(args.warmup_steps))
-    start = time.perf_counter()
-    float(steps(tf.constant(args.train_steps))["loss"][-1])
-    return args.train_steps * args.batch_size / (time.perf_counter() - start)
+    return args.batch_size * loop_steps_per_second(
+        task, directory, args.batch_size, args.train_steps, args.warmup_steps,
+        bucket_window=MEGA_BATCHES if bucketed else 0, learning_rate=5e-5)
 
 
 RUNNERS = {"ours_train": lambda a: train_ours(a, bucketed=True),
