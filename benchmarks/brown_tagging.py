@@ -87,7 +87,8 @@ def run(args, task, start):
     column = 1 if task == "pos" else 2
     return {
         "command": " ".join(c.replace(REPO + "/", "").replace(sys.executable, "python")
-                            for c in command),
+                            .replace(args.data_dir, "B").replace(args.demo_dir, "D")
+                            .replace(args.work_dir, "W") for c in command),
         "seconds": round(seconds, 1), "best_checkpoint": os.path.basename(report["checkpoint"]),
         "dev": report["metrics"], "dev_sentences": report["sentences"],
         "test_word_accuracy": test_accuracy(
