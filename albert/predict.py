@@ -18,7 +18,6 @@ pairs) the predictions are printed as JSON Lines. A progress bar shows long file
 """
 
 import json
-import re
 import sys
 
 from absl import flags, logging
@@ -27,7 +26,6 @@ from albert import cli, io, tokenization
 from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
 from albert.config import AlbertConfig
 from albert.errors import InputError
-from albert.evaluation.tagging_metrics import entities, is_chunk_tagging
 from albert.finetuning_data import tagged_files
 from albert.finetuning_data.labelled_files import FORMATS, Row, file_format
 from albert.modeling import AlbertClassifier, AlbertTokenClassifier
@@ -131,19 +129,6 @@ class TokenPredictor:
         probabilities, predicted = token_classification.word_predictions(logits, tagged)
         return [([self.tags[i] for i in indices], [float(p[k, i]) for k, i in enumerate(indices)])
                 for p, indices in zip(probabilities, predicted)]
-
-
-def tagged_text(text: str, tags, probabilities) -> dict:
-    """Raw text's words (whitespace-separated, with character offsets), tags and entities."""
-    spans = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
-    words = [{"word": word, "start": start, "end": end, "tag": tag, "probability": p}
-             for (word, start, end), tag, p in zip(spans, tags, probabilities)]
-    found = []
-    if is_chunk_tagging(sorted(set(tags) | {"O", "B-X"})):
-        for kind, first, last in sorted(entities([list(tags)]), key=lambda e: e[1]):
-            start, end = spans[first][1], spans[last][2]
-            found.append({"type": kind, "start": start, "end": end, "text": text[start:end]})
-    return {"text": text, "words": words, "entities": found}
 
 
 def text_rows(path: str, columns) -> list:
@@ -253,7 +238,8 @@ def tag_words(texts) -> None:
         empty = [s.where for s in sentences if not s.words]
         if empty:
             raise InputError(f"{empty[0]}: no word to tag")
-        results = [tagged_text(text, tags, probabilities) for text, (tags, probabilities)
+        results = [token_classification.tagged_text(text, tags, probabilities)
+                   for text, (tags, probabilities)
                    in zip(raw, predictor.tag(sentences, FLAGS.batch_size))]
         lines = "".join(json.dumps(result, ensure_ascii=False) + "\n" for result in results)
         if FLAGS.output_file:

@@ -235,7 +235,6 @@ def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, 
 
     from albert.export.token_tagger import TokenTaggerExport
     from albert.modeling import AlbertTokenClassifier
-    from albert.predict import tagged_text
     from albert.tasks import token_classification
     from albert.tokenization import SentencePieceTokenizer
 
@@ -257,7 +256,7 @@ def test_the_exported_tagger_takes_strings_and_equals_the_python_path(tmp_path, 
     probabilities, predicted = token_classification.word_predictions(logits, tagged)
     for row, text in enumerate(texts):
         chosen = [float(probabilities[row][k, i]) for k, i in enumerate(predicted[row])]
-        words = tagged_text(text, [tags[i] for i in predicted[row]], chosen)["words"]
+        words = token_classification.tagged_text(text, [tags[i] for i in predicted[row]], chosen)["words"]
         count = int(served["word_count"][row])
         assert count == len(words)
         assert [w.decode() for w in served["words"][row, :count].numpy()] == \

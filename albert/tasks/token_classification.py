@@ -11,6 +11,7 @@ is reported beside the baseline that gives every word its commonest training tag
 """
 
 import dataclasses
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -185,6 +186,19 @@ class TokenClassificationTask(FineTuningTask):
                                                               self.tags),
                 "entities": (tagging_metrics.entity_scores(gold, tags) if self.chunked
                              else None)}
+
+
+def tagged_text(text: str, tags, probabilities) -> dict:
+    """Raw text's words (whitespace-separated, with character offsets), tags and entities."""
+    spans = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    words = [{"word": word, "start": start, "end": end, "tag": tag, "probability": p}
+             for (word, start, end), tag, p in zip(spans, tags, probabilities)]
+    found = []
+    if tagging_metrics.is_chunk_tagging(sorted(set(tags) | {"O", "B-X"})):
+        for kind, first, last in sorted(tagging_metrics.entities([list(tags)]), key=lambda e: e[1]):
+            start, end = spans[first][1], spans[last][2]
+            found.append({"type": kind, "start": start, "end": end, "text": text[start:end]})
+    return {"text": text, "words": words, "entities": found}
 
 
 def _trim_with_labels(features: dict) -> dict:
