@@ -21,6 +21,14 @@ def _command(tmp_path, spm, out, **overrides):
     return classifier_command(tmp_path, spm, out, **dict(values, **overrides))
 
 
+def checkpoint_listed(run_dir, step):
+    """True once model.ckpt-<step> is listed in the run's `checkpoint` state file: the moment
+    a resumed run can see it. Its .index file appears a little earlier, and a kill between the
+    two leaves a checkpoint that the resumed run rightly ignores."""
+    state = run_dir / "checkpoint"
+    return state.exists() and f'"model.ckpt-{step}"' in state.read_text()
+
+
 def _kill_when(args, ready, timeout=300):
     """Runs `python args` until `ready()`, then kills it outright (SIGKILL)."""
     process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.DEVNULL,
@@ -40,7 +48,7 @@ def test_restarts_resume_after_a_kill_in_the_second_seed_and_predict_with_the_be
     write_learnable_sst2(tmp_path / "glue")
     out = tmp_path / "out"
     args = _command(tmp_path, spm, out)
-    _kill_when(args, lambda: (out / "seed-8" / "model.ckpt-8.index").exists())
+    _kill_when(args, lambda: checkpoint_listed(out / "seed-8", 8))
     assert json.loads((out / "seed-7" / "eval_results.json").read_text())["best"]
     assert not (out / "seed-8" / "model.ckpt-24.index").exists(), "seed 8 was not interrupted"
     assert not (out / "seed-9").exists() and not (out / "restarts.json").exists()

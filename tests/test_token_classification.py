@@ -312,14 +312,14 @@ def test_ctrl_c_stops_the_tagger_with_one_line_and_the_same_command_resumes(tmp_
 @pytest.mark.slow
 def test_tagger_restarts_resume_after_a_kill_and_predict_with_the_best_seed(tmp_path,
                                                                             synthetic_corpus):
-    from test_restarts import _kill_when
+    from test_restarts import _kill_when, checkpoint_listed
 
     _, spm = synthetic_corpus
     out = tmp_path / "run"
     args = _tagger_args(tmp_path, spm, out, restarts=2, random_seed=7,
                         test_file=tmp_path / "dev.conll", do_predict=True, train_step=12,
                         save_checkpoints_steps=3)
-    _kill_when(args, lambda: (out / "seed-8" / "model.ckpt-3.index").exists())
+    _kill_when(args, lambda: checkpoint_listed(out / "seed-8", 3))
     assert not (out / "restarts.json").exists()
     resumed = run_script(*args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
