@@ -115,8 +115,14 @@ flags.DEFINE_string("text_columns", "text",
                     "The text column, or two comma-separated columns for a pair.")
 flags.DEFINE_string("label_column", "label", "The label column.")
 flags.DEFINE_enum("task_type", None, list(TASK_TYPES),
-                  "classification or regression (default: regression when the training labels "
-                  "are numbers that are not all integers).")
+                  "classification, regression or multi_label (default: multi_label when the "
+                  "training labels are JSON lists, regression when they are numbers that are not "
+                  "all integers, else classification).")
+flags.DEFINE_string("label_separator", ";",
+                    "Multi-label: the character between an example's labels in a CSV or TSV "
+                    "label column (e.g. 'sports;politics'; an empty cell is no label).")
+flags.DEFINE_float("multi_label_threshold", 0.5,
+                   "Multi-label: a label is predicted when its sigmoid probability reaches this.")
 flags.mark_flags_as_required(["output_dir"])
 
 FLAGS = flags.FLAGS
@@ -185,7 +191,8 @@ def choose_task():
     if FLAGS.train_file:
         columns = ColumnSpec.from_flags(FLAGS.text_columns, FLAGS.label_column)
         return file_classification.task_from_training_file(
-            FLAGS.train_file, FLAGS.file_format, columns, FLAGS.task_type), True
+            FLAGS.train_file, FLAGS.file_format, columns, FLAGS.task_type,
+            FLAGS.label_separator, FLAGS.multi_label_threshold), True
     init_checkpoint = FLAGS.init_checkpoint or FLAGS.albert_hub_module_handle
     for directory in (FLAGS.output_dir, init_checkpoint and io.dirname(init_checkpoint)):
         recorded = directory and file_classification.task_of_run(directory)
@@ -313,11 +320,12 @@ def predict_and_export(runtime, task, glue_task, tokenizer, init_checkpoint, hea
     if report:
         features = task.eval_features()
         logits = bucketed_logits(model, features, FLAGS.eval_batch_size, jit_compile)
-        _, predictions = predictions_from_logits(logits, regression)
+        _, predictions = predictions_from_logits(logits, regression,
+                                                 glue_task.multi_label_threshold)
         labels = features["label_ids"]
         written = file_classification.write_evaluation_report(
             FLAGS.output_dir, glue_task, predictions, labels,
-            classification_loss(logits, labels, regression), source)
+            classification_loss(logits, labels, regression, glue_task.is_multi_label), source)
         logging.info("Evaluation report of %s: %s", source, ", ".join(written))
     if FLAGS.do_predict and uses_files():
         path = file_classification.predictions_path(FLAGS.output_dir, FLAGS.test_file,

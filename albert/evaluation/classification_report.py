@@ -6,6 +6,14 @@ predicted one). The baseline is the commonest training label's share of the eval
 examples: what always answering that label scores. A class never predicted has precision
 0, one never present has recall 0 (as scikit-learn's `zero_division=0`).
 
+Multi-label (each example has any number of the labels): subset accuracy (the share of
+examples whose predicted label set is exactly the true one), micro-F1 (from the true and
+false positives and negatives pooled over every label), macro-F1, and each label's
+precision, recall and F1; scikit-learn's `accuracy_score` and `f1_score(average="micro" /
+"macro", zero_division=0)` on the same indicator matrices give the same numbers. The
+baseline predicts, for every example, the labels that more than half of the training
+examples have.
+
 Regression: Pearson and Spearman correlation and the mean squared error; the baseline MSE
 is that of always predicting the training labels' mean.
 
@@ -69,6 +77,53 @@ def classification_metrics(predictions, labels, class_names: Sequence[str], loss
     return metrics
 
 
+def label_set_counts(predictions, labels) -> Dict[str, np.ndarray]:
+    """Per label of indicator matrices `[examples, labels]`: true positives, false positives,
+    false negatives and support."""
+    predictions = np.asarray(predictions, bool)
+    labels = np.asarray(labels, bool)
+    return {"tp": (predictions & labels).sum(axis=0), "fp": (predictions & ~labels).sum(axis=0),
+            "fn": (~predictions & labels).sum(axis=0), "support": labels.sum(axis=0)}
+
+
+def _f1_scores(tp, fp, fn):
+    tp, fp, fn = (np.asarray(x, np.float64) for x in (tp, fp, fn))
+    predicted, actual = tp + fp, tp + fn
+    precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
+    recall = np.divide(tp, actual, out=np.zeros_like(tp), where=actual > 0)
+    total = precision + recall
+    f1 = np.divide(2 * precision * recall, total, out=np.zeros_like(total), where=total > 0)
+    return precision, recall, f1
+
+
+def multi_label_metrics(predictions, labels, class_names: Sequence[str], loss: float,
+                        baseline_labels: Optional[Sequence[int]] = None) -> Dict[str, float]:
+    """Flat metrics of one multi-label evaluation (`predictions`, `labels`: 0/1 matrices
+    `[examples, labels]`): subset accuracy, micro- and macro-F1, per-label scores, and the
+    same for the baseline label set (default: the labels more than half of these have)."""
+    labels = np.asarray(labels, bool)
+    predictions = np.asarray(predictions, bool)
+    if baseline_labels is None:
+        baseline_labels = np.flatnonzero(labels.mean(axis=0) > 0.5)
+    baseline = np.zeros_like(labels)
+    baseline[:, list(baseline_labels)] = True
+    metrics = {"eval_loss": loss}
+    for prefix, predicted in (("", predictions), ("baseline_", baseline)):
+        counts = label_set_counts(predicted, labels)
+        precision, recall, f1 = _f1_scores(counts["tp"], counts["fp"], counts["fn"])
+        _, _, micro = _f1_scores(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
+        metrics[f"{prefix or 'eval_'}accuracy"] = float(np.mean(np.all(predicted == labels,
+                                                                        axis=1)))
+        metrics[f"{prefix}micro_f1"] = float(micro)
+        metrics[f"{prefix}macro_f1"] = float(f1.mean())
+        if not prefix:
+            for index, name in enumerate(class_names):
+                metrics[f"precision_{name}"] = float(precision[index])
+                metrics[f"recall_{name}"] = float(recall[index])
+                metrics[f"f1_{name}"] = float(f1[index])
+    return metrics
+
+
 def regression_metrics(predictions, labels, loss: float,
                        baseline_mean: Optional[float] = None) -> Dict[str, float]:
     """Pearson, Spearman, MSE and the MSE of predicting `baseline_mean` (the training
@@ -87,6 +142,20 @@ def report(predictions, labels, class_names: Optional[Sequence[str]], loss: floa
     if class_names is None:
         return {"task_type": "regression", "examples": int(len(labels)),
                 "metrics": regression_metrics(predictions, labels, loss, baseline)}
+    if np.ndim(labels) == 2:
+        flat = multi_label_metrics(predictions, labels, class_names, loss, baseline)
+        counts = label_set_counts(predictions, labels)
+        scores = _f1_scores(counts["tp"], counts["fp"], counts["fn"])
+        return {"task_type": "multi_label", "examples": int(len(labels)),
+                "labels": list(class_names), "metrics": flat,
+                "baseline_labels": [class_names[i] for i in
+                                    (baseline if baseline is not None else
+                                     np.flatnonzero(np.mean(labels, axis=0) > 0.5))],
+                "per_label": {name: {"precision": float(scores[0][i]),
+                                     "recall": float(scores[1][i]), "f1": float(scores[2][i]),
+                                     **{key: int(counts[key][i])
+                                        for key in ("tp", "fp", "fn", "support")}}
+                              for i, name in enumerate(class_names)}}
     counts = confusion_matrix(predictions, labels, len(class_names))
     scores = per_class(counts)
     flat = classification_metrics(predictions, labels, class_names, loss, baseline)
@@ -115,6 +184,22 @@ def markdown(result: dict, checkpoint: str) -> str:
                   f"| Pearson | {metrics['pearson']:.4f} | 0 |",
                   f"| Spearman | {metrics['spearman']:.4f} | 0 |",
                   f"| MSE | {metrics['MSE']:.4f} | {metrics['baseline_MSE']:.4f} |"]
+        return "\n".join(lines) + "\n"
+    if result["task_type"] == "multi_label":
+        metrics = result["metrics"]
+        shown = ", ".join(map(repr, result["baseline_labels"])) or "no label"
+        lines += [f"| metric | value | baseline (always the labels most examples have: {shown}) |",
+                  "|---|---|---|"]
+        for name, key in (("subset accuracy", "accuracy"), ("micro-F1", "micro_f1"),
+                          ("macro-F1", "macro_f1")):
+            value = metrics["eval_accuracy" if key == "accuracy" else key]
+            lines.append(f"| {name} | {value:.4f} | {metrics['baseline_' + key]:.4f} |")
+        lines += ["", "| label | precision | recall | F1 | true positives | false positives | "
+                  "false negatives | examples with it |", "|---|---|---|---|---|---|---|---|"]
+        for name, scores in result["per_label"].items():
+            lines.append(f"| {_cell(name)} | {scores['precision']:.4f} | {scores['recall']:.4f} "
+                         f"| {scores['f1']:.4f} | {scores['tp']:,} | {scores['fp']:,} | "
+                         f"{scores['fn']:,} | {scores['support']:,} |")
         return "\n".join(lines) + "\n"
     lines += ["| metric | value | baseline (always the commonest training label, "
               f"{result['baseline_label']!r}) |", "|---|---|---|",

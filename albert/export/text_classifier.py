@@ -9,7 +9,10 @@ written as version `1` (`<export_dir>/1/`, the layout TensorFlow Serving reads).
 `serving_default` takes `text` (a `[None]` string batch), or `text_a` and `text_b` for a task
 on pairs, and returns, for classification, `label` (the predicted label's name, `[B]`
 string) and `probabilities` (`[B, num_labels]`, the labels in `labels.txt`'s order; the
-`labels` function returns them); for regression, `score` (`[B]`). Sequences are built as
+`labels` function returns them); for regression, `score` (`[B]`); for multi-label, `label`
+(the predicted labels joined by the run's separator, `""` for none, `[B]` string),
+`predicted` (`[B, num_labels]` int32, 1 where a label's probability reaches the run's
+threshold) and `probabilities` (each label's sigmoid). Sequences are built as
 fine-tuning built them: `[CLS] A [SEP] (B [SEP])`, a single text cut to `max_seq_length - 2`
 pieces, a pair cut by dropping the last piece of the longer side (B on ties) until it fits;
 each batch is padded to its longest sequence only (padding changes no output).
@@ -43,7 +46,8 @@ class TextClassifierExport(tf.__internal__.tracking.AutoTrackable):
     """The SavedModel's root: `serving_default`, `labels`, and the weights once."""
 
     def __init__(self, model, tokenizer, labels: Optional[tuple], pair: bool,
-                 max_seq_length: int):
+                 max_seq_length: int, multi_label_threshold: Optional[float] = None,
+                 label_separator: str = ";"):
         super().__init__()
         # Here, not at the top: it loads tensorflow_text's op library, which only exports
         # that take strings need (run_classifier.py imports this module for every run).
@@ -55,6 +59,7 @@ class TextClassifierExport(tf.__internal__.tracking.AutoTrackable):
         self._cls, self._sep = tokenizer.cls_id, tokenizer.sep_id
         self._max_seq_length = max_seq_length
         self._labels = labels
+        self._threshold, self._separator = multi_label_threshold, label_separator
         if labels is not None:
             self._label_names = tf.constant(list(labels))
             self.labels = tf.function(lambda: self._label_names, input_signature=[])
@@ -100,6 +105,13 @@ class TextClassifierExport(tf.__internal__.tracking.AutoTrackable):
         logits = self._model.model(inputs, training=False)["logits"]
         if self._labels is None:
             return {"score": logits[:, 0]}
+        if self._threshold is not None:
+            probabilities = tf.sigmoid(logits)
+            chosen = probabilities >= self._threshold
+            names = tf.ragged.boolean_mask(
+                tf.broadcast_to(self._label_names, tf.shape(chosen)), chosen)
+            return {"label": tf.strings.reduce_join(names, axis=-1, separator=self._separator),
+                    "predicted": tf.cast(chosen, tf.int32), "probabilities": probabilities}
         probabilities = tf.nn.softmax(logits, axis=-1)
         return {"label": tf.gather(self._label_names, tf.argmax(probabilities, axis=-1)),
                 "probabilities": probabilities}
@@ -113,7 +125,8 @@ def export_text_classifier(model, tokenizer, task, export_dir: str, max_seq_leng
         raise ValueError("A SavedModel that takes strings needs a SentencePiece model "
                          "(--spm_model_file); a WordPiece vocabulary has no in-graph tokenizer here")
     root = TextClassifierExport(model, tokenizer, task.labels,
-                                len(task.columns.text_columns) == 2, max_seq_length)
+                                len(task.columns.text_columns) == 2, max_seq_length,
+                                task.multi_label_threshold, task.label_separator)
     signatures = {"serving_default": root.serving_default}
     options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
     with io.new_directory(export_dir, overwrite) as scratch:

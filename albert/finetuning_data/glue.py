@@ -74,6 +74,9 @@ class GlueTask:
     def is_regression(self) -> bool:
         return self.labels is None
 
+    is_multi_label = False          # every GLUE example has one label
+    multi_label_threshold = None
+
     def metrics(self, predictions, labels, loss: float) -> Dict[str, float]:
         """The original's metrics of the task (and the leaderboard's extras)."""
         return glue_metrics(self.name, predictions, labels, loss)
@@ -219,7 +222,7 @@ class InputFeatures:
     input_ids: List[int]
     input_mask: List[int]
     segment_ids: List[int]
-    label_id: object  # int, or float for regression
+    label_id: object  # int; float for regression; a 0/1 float per label for multi-label
     length: int       # real tokens, for length bucketing
 
 
@@ -247,7 +250,10 @@ def convert_example(example: InputExample, task: GlueTask, max_seq_length: int,
         segment_ids += [1] * (len(tokens_b) + 1)
     length = len(ids)
     padding = [0] * (max_seq_length - length)
-    label = (float(example.label) if task.is_regression else task.labels.index(example.label))
+    if task.is_multi_label:
+        label = [float(name in example.label) for name in task.labels]
+    else:
+        label = float(example.label) if task.is_regression else task.labels.index(example.label)
     return InputFeatures(ids + padding, [1] * length + padding, segment_ids + padding, label, length)
 
 
@@ -276,7 +282,9 @@ def serialize_features(features: InputFeatures, regression: bool) -> bytes:
     return encode_example({
         "input_ids": ("int64", features.input_ids), "input_mask": ("int64", features.input_mask),
         "segment_ids": ("int64", features.segment_ids),
-        "label_ids": ("float", [features.label_id]) if regression else ("int64", [features.label_id]),
+        "label_ids": (("float", features.label_id) if isinstance(features.label_id, list)
+                      else ("float", [features.label_id]) if regression
+                      else ("int64", [features.label_id])),
         "is_real_example": ("int64", [1])})
 
 

@@ -26,13 +26,15 @@ import dataclasses
 import io as std_io
 import json
 import logging
+import itertools
 import math
 import sys
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from albert import io
 from albert.errors import InputError
-from albert.evaluation.classification_report import classification_metrics, regression_metrics
+from albert.evaluation.classification_report import (classification_metrics,
+                                                     multi_label_metrics, regression_metrics)
 from albert.finetuning_data.glue import InputExample
 
 logger = logging.getLogger("albert")
@@ -40,8 +42,10 @@ logger = logging.getLogger("albert")
 FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl",
                ".json": "jsonl", ".ndjson": "jsonl"}
-CLASSIFICATION, REGRESSION = "classification", "regression"
-TASK_TYPES = (CLASSIFICATION, REGRESSION)
+CLASSIFICATION, REGRESSION, MULTI_LABEL = "classification", "regression", "multi_label"
+TASK_TYPES = (CLASSIFICATION, REGRESSION, MULTI_LABEL)
+DEFAULT_LABEL_SEPARATOR = ";"
+DEFAULT_THRESHOLD = 0.5
 # The csv module refuses fields over 131,072 characters by default; a document is longer.
 csv.field_size_limit(sys.maxsize)
 
@@ -217,6 +221,28 @@ def _label_text(row: Row, column: str) -> str:
     return text
 
 
+def _label_set(row: Row, column: str, separator: str) -> Tuple[str, ...]:
+    """A multi-label row's labels: a JSON list, or a text of names separated by `separator`
+    (spaces around each name dropped). An empty list or text is a row with no label."""
+    value = row.fields[column]
+    if isinstance(value, list):
+        names = []
+        for name in value:
+            if isinstance(name, bool) or not isinstance(name, (str, int)):
+                raise InputError(f"{row.where}: label {name!r} in the list of column {column!r} "
+                                 "is not a class name")
+            names.append(str(name).strip())
+    elif value is None or isinstance(value, (str, int)) and not isinstance(value, bool):
+        names = [] if value is None else [part.strip() for part in str(value).split(separator)]
+    else:
+        raise InputError(f"{row.where}: label {value!r} in column {column!r} is not a list of "
+                         f"class names (a JSON list, or names separated by {separator!r})")
+    names = [name for name in names if name]
+    if len(set(names)) != len(names):
+        raise InputError(f"{row.where}: a label is repeated in {value!r} (column {column!r})")
+    return tuple(names)
+
+
 def _number(text: str) -> Optional[float]:
     try:
         value = float(text)
@@ -227,24 +253,41 @@ def _number(text: str) -> Optional[float]:
 
 @dataclasses.dataclass(frozen=True)
 class FileTask:
-    """A classification or regression task read from a user's files.
+    """A classification, regression or multi-label task read from a user's files.
 
     Stands where a `GlueTask` stands in the fine-tuning path: its labels (None for
     regression, else the class names in their fixed order: numerically for integer labels,
     else alphabetically), the metric that picks the best checkpoint and the metrics of an
     evaluation.
+
+    Multi-label (`multi_label`): each example has any number of the labels (none too); the
+    model gives each label an independent sigmoid probability and predicts the labels whose
+    probability reaches `threshold`.
     """
 
     columns: ColumnSpec
     labels: Optional[Tuple[str, ...]]
-    #: what a model that learned nothing answers: the commonest training label's index, or
-    #: the training labels' mean (regression)
-    baseline: Optional[float] = None
+    #: what a model that learned nothing answers: the commonest training label's index, the
+    #: training labels' mean (regression), or (multi-label) the indices of the labels that
+    #: more than half of the training examples have
+    baseline: object = None
     name: str = "custom"
+    multi_label: bool = False
+    label_separator: str = DEFAULT_LABEL_SEPARATOR
+    threshold: float = DEFAULT_THRESHOLD
 
     @property
     def is_regression(self) -> bool:
         return self.labels is None
+
+    @property
+    def is_multi_label(self) -> bool:
+        return self.multi_label
+
+    @property
+    def multi_label_threshold(self) -> Optional[float]:
+        """The probability at which a label is predicted (None: not a multi-label task)."""
+        return self.threshold if self.multi_label else None
 
     @property
     def num_labels(self) -> int:
@@ -252,15 +295,21 @@ class FileTask:
 
     @property
     def best_metric(self) -> str:
+        if self.multi_label:
+            return "micro_f1"
         return "pearson" if self.is_regression else "eval_accuracy"
 
     @property
     def task_type(self) -> str:
+        if self.multi_label:
+            return MULTI_LABEL
         return REGRESSION if self.is_regression else CLASSIFICATION
 
     def metrics(self, predictions, labels, loss: float) -> Dict[str, float]:
         if self.is_regression:
             return regression_metrics(predictions, labels, loss, self.baseline)
+        if self.multi_label:
+            return multi_label_metrics(predictions, labels, self.labels, loss, self.baseline)
         return classification_metrics(predictions, labels, self.labels, loss,
                                       None if self.baseline is None else int(self.baseline))
 
@@ -270,13 +319,20 @@ class FileTask:
                 "text_columns": list(self.columns.text_columns),
                 "label_column": self.columns.label_column,
                 "labels": None if self.labels is None else list(self.labels),
-                "baseline": self.baseline}
+                "baseline": list(self.baseline) if self.multi_label else self.baseline,
+                **({"label_separator": self.label_separator, "threshold": self.threshold}
+                   if self.multi_label else {})}
 
     @classmethod
     def from_settings(cls, settings: dict) -> "FileTask":
         labels = settings.get("labels")
+        multi_label = settings.get("task_type") == MULTI_LABEL
+        baseline = settings.get("baseline")
         return cls(ColumnSpec(tuple(settings["text_columns"]), settings["label_column"]),
-                   None if labels is None else tuple(labels), settings.get("baseline"))
+                   None if labels is None else tuple(labels),
+                   tuple(baseline) if multi_label else baseline, multi_label=multi_label,
+                   label_separator=settings.get("label_separator", DEFAULT_LABEL_SEPARATOR),
+                   threshold=settings.get("threshold", DEFAULT_THRESHOLD))
 
     def iter_examples(self, rows: Iterable[Row], preprocess, labelled: bool,
                       split: str) -> Iterator[InputExample]:
@@ -295,9 +351,18 @@ class FileTask:
 
     @property
     def placeholder(self):
+        if self.multi_label:
+            return ()
         return 0.0 if self.is_regression else self.labels[0]
 
     def _label(self, row: Row):
+        if self.multi_label:
+            names = _label_set(row, self.columns.label_column, self.label_separator)
+            unseen = [name for name in names if name not in self.labels]
+            if unseen:
+                raise InputError(f"{row.where}: label {unseen[0]!r} was never seen in the "
+                                 f"training file (its labels: {_shown(self.labels)})")
+            return names
         text = _label_text(row, self.columns.label_column)
         if self.is_regression:
             value = _number(text)
@@ -309,10 +374,13 @@ class FileTask:
             canonical = _canonical_integer(text)
             if canonical in self.labels:
                 return canonical
-            shown = ", ".join(self.labels[:20]) + (", ..." if len(self.labels) > 20 else "")
             raise InputError(f"{row.where}: label {text!r} was never seen in the training file "
-                             f"(its labels: {shown})")
+                             f"(its labels: {_shown(self.labels)})")
         return text
+
+
+def _shown(labels: Sequence[str]) -> str:
+    return ", ".join(labels[:20]) + (", ..." if len(labels) > 20 else "")
 
 
 def _canonical_integer(text: str) -> str:
@@ -325,15 +393,31 @@ def _canonical_integer(text: str) -> str:
 MAX_CLASSES = 10000
 
 
-def infer_task(rows: Iterable[Row], columns: ColumnSpec, task_type: Optional[str]) -> FileTask:
-    """The task the training rows define: regression or classification, and the labels.
+def infer_task(rows: Iterable[Row], columns: ColumnSpec, task_type: Optional[str],
+               label_separator: str = DEFAULT_LABEL_SEPARATOR,
+               threshold: float = DEFAULT_THRESHOLD) -> FileTask:
+    """The task the training rows define: regression, classification or multi-label, and
+    the labels.
 
     One pass over `rows` (which may stream from files): every text must be non-empty and
-    every label a class name or a number. Without `task_type`, labels that are all numbers and
-    not all integers make a regression task; anything else (words, or integers) is
-    classification, said in the log."""
+    every label a class name or a number. Without `task_type`, labels that are JSON lists make
+    a multi-label task, labels that are all numbers and not all integers a regression task,
+    anything else (words, or integers) classification; the choice is said in the log.
+    Multi-label from a CSV or TSV (names separated by `label_separator`) is asked for with
+    `task_type="multi_label"`: a separator inside a class name is not told apart otherwise."""
     if task_type not in (None, *TASK_TYPES):
         raise InputError(f"--task_type must be one of {', '.join(TASK_TYPES)}, not {task_type!r}")
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        raise InputError("the training file holds no examples")
+    if task_type is None and isinstance(first.fields.get(columns.label_column), list):
+        logger.info("--task_type not given: the labels of column %r are lists, so this is "
+                    "multi_label", columns.label_column)
+        task_type = MULTI_LABEL
+    rows = itertools.chain([first], rows)
+    if task_type == MULTI_LABEL:
+        return _infer_multi_label(rows, columns, label_separator, threshold)
     counts: collections.Counter = collections.Counter()
     total, count, integers = 0.0, 0, True
     first_word = None        # (where, text) of the first label that is not a number
@@ -386,3 +470,35 @@ def infer_task(rows: Iterable[Row], columns: ColumnSpec, task_type: Optional[str
                          f"{labels[0]!r}; a classifier needs at least two classes")
     commonest = max(labels, key=lambda label: (counts[label], -labels.index(label)))
     return FileTask(columns, tuple(labels), float(labels.index(commonest)))
+
+
+def _infer_multi_label(rows: Iterable[Row], columns: ColumnSpec, separator: str,
+                       threshold: float) -> FileTask:
+    """A multi-label task: the labels (alphabetical, or numerical when all are integers) and
+    the baseline, the labels that more than half of the training examples have."""
+    if not 0.0 < threshold < 1.0:
+        raise InputError(f"--multi_label_threshold must lie between 0 and 1, not {threshold}")
+    if not separator:
+        raise InputError("--label_separator is empty")
+    counts: collections.Counter = collections.Counter()
+    examples, source = 0, None
+    for row in rows:
+        source = source or row.where.rsplit(":", 1)[0]
+        for column in columns.text_columns:
+            _text(row, column)
+        counts.update(_label_set(row, columns.label_column, separator))
+        examples += 1
+        if len(counts) > MAX_CLASSES:
+            raise InputError(f"{source}: more than {MAX_CLASSES:,} distinct labels in column "
+                             f"{columns.label_column!r}; is it a label column?")
+    if not counts:
+        raise InputError(f"{source}: no example in column {columns.label_column!r} has a label")
+    integers = all(_number(name) is not None and _number(name) == int(_number(name))
+                   and str(int(_number(name))) == name for name in counts)
+    labels = sorted(counts, key=int) if integers else sorted(counts)
+    baseline = tuple(index for index, name in enumerate(labels) if counts[name] * 2 > examples)
+    logger.info("Multi-label task: %d labels over %d training examples (%.2f a example); a "
+                "label is predicted at probability >= %g", len(labels), examples,
+                sum(counts.values()) / examples, threshold)
+    return FileTask(columns, tuple(labels), baseline, multi_label=True,
+                    label_separator=separator, threshold=threshold)

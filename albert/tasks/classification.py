@@ -9,7 +9,7 @@ original's prediction files.
 
 import dataclasses
 import logging
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -27,7 +27,8 @@ from albert.training.run_directory import CONCATENATED
 logger = logging.getLogger("albert")
 
 def stack_features(features: List[InputFeatures], regression: bool) -> Dict[str, np.ndarray]:
-    """Features converted in memory (e.g. the test set), in the cache's layout."""
+    """Features converted in memory (e.g. the test set), in the cache's layout (`regression`:
+    float labels, as multi-label's too)."""
     return {"input_word_ids": np.array([f.input_ids for f in features], np.int32),
             "input_mask": np.array([f.input_mask for f in features], np.int32),
             "input_type_ids": np.array([f.segment_ids for f in features], np.int32),
@@ -35,18 +36,33 @@ def stack_features(features: List[InputFeatures], regression: bool) -> Dict[str,
                                   np.float32 if regression else np.int32)}
 
 
-def predictions_from_logits(logits: np.ndarray, regression: bool):
-    """(probabilities, predictions): softmax and arg-max, or the raw score for regression."""
+def predictions_from_logits(logits: np.ndarray, regression: bool,
+                            multi_label_threshold: Optional[float] = None):
+    """(probabilities, predictions): softmax and arg-max, or the raw score for regression,
+    or (multi-label, a threshold given) each label's sigmoid and whether it reaches the
+    threshold (`[examples, labels]` of 0/1)."""
     if regression:
         return logits, logits[:, 0]
+    if multi_label_threshold is not None:
+        probabilities = sigmoid(logits)
+        return probabilities, (probabilities >= multi_label_threshold).astype(np.int32)
     probabilities = softmax(logits)
     return probabilities, probabilities.argmax(axis=1)
 
 
-def classification_loss(logits: np.ndarray, labels: np.ndarray, regression: bool) -> float:
-    """Mean cross-entropy (or mean squared error for regression), in float64."""
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(logits, np.float64))).astype(np.float32)
+
+
+def classification_loss(logits: np.ndarray, labels: np.ndarray, regression: bool,
+                        multi_label: bool = False) -> float:
+    """Mean cross-entropy (or mean squared error for regression; for multi-label, each
+    label's sigmoid cross-entropy averaged over labels and examples), in float64."""
     if regression:
         return float(np.mean((logits[:, 0].astype(np.float64) - labels) ** 2))
+    if multi_label:
+        x = logits.astype(np.float64)
+        return float(np.mean(np.maximum(x, 0) - x * labels + np.log1p(np.exp(-np.abs(x)))))
     return cross_entropy(logits, labels)
 
 
@@ -71,8 +87,10 @@ class ClassificationTask(FineTuningTask):
         return AlbertClassifier(self.config, self.glue_task.num_labels, self.head_dropout)
 
     def parser(self) -> CachedFeatureParser:
+        multi_label = self.glue_task.is_multi_label
         return CachedFeatureParser(self.max_seq_length,
-                                   float_labels=self.glue_task.is_regression)
+                                   float_labels=self.glue_task.is_regression,
+                                   label_width=self.glue_task.num_labels if multi_label else None)
 
     def losses(self, outputs, features, normalizers):
         logits = outputs["logits"]
@@ -80,34 +98,52 @@ class ClassificationTask(FineTuningTask):
         if self.glue_task.is_regression:
             per_example = tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
             return {"loss": tf.reduce_sum(per_example) / normalizers["examples"]}
+        if self.glue_task.is_multi_label:
+            # Each label an independent yes/no: sigmoid cross-entropy, averaged over labels.
+            per_example = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+                labels=tf.cast(labels, tf.float32), logits=tf.cast(logits, tf.float32)), axis=-1)
+            return {"loss": tf.reduce_sum(per_example) / normalizers["examples"]}
         return {"loss": self.softmax_loss(logits, labels, normalizers)}
 
     def evaluate(self, model, config, strategy=None):
         if self.eval_cache is None:
             return None
-        regression = self.glue_task.is_regression
+        task = self.glue_task
         features = self.eval_features()
         logits = bucketed_logits(model, features, config.eval_batch_size, config.jit_compile)
-        _, predictions = predictions_from_logits(logits, regression)
+        _, predictions = predictions_from_logits(logits, task.is_regression,
+                                                 task.multi_label_threshold)
         labels = features["label_ids"]
-        metrics = self.glue_task.metrics(predictions, labels,
-                                         classification_loss(logits, labels, regression))
+        metrics = task.metrics(predictions, labels, classification_loss(
+            logits, labels, task.is_regression, task.is_multi_label))
         # What the degenerate-run checks read (kept out of the journal's metrics).
-        if regression:
+        if task.is_regression:
             metrics.update(degenerate.regression_spread(predictions, labels))
             # The original's STS-B evaluation also prints every prediction and label.
             metrics[CONCATENATED] = {"pred": predictions, "label_ids": labels}
+        elif task.is_multi_label:
+            metrics.update(degenerate.answer_shares(*label_set_codes(predictions, labels)))
         else:
             metrics.update(degenerate.answer_shares(predictions, labels))
         return metrics
 
     def diagnostics(self, config, training):
-        """Flags evaluations whose predictions are all one class (or constant, regression)."""
+        """Flags evaluations whose predictions are all one class (or one label set, or
+        constant for regression)."""
         if self.glue_task.is_regression:
             return Diagnostics([degenerate.ConstantRegression()],
                                diagnostic_metrics=degenerate.REGRESSION_METRICS)
-        return Diagnostics([degenerate.OneAnswer("class", "eval_accuracy")],
+        what = "label set" if self.glue_task.is_multi_label else "class"
+        return Diagnostics([degenerate.OneAnswer(what, "eval_accuracy")],
                            diagnostic_metrics=degenerate.ONE_ANSWER_METRICS)
+
+
+def label_set_codes(predictions: np.ndarray, labels: np.ndarray):
+    """Multi-label indicator rows as one number each (the set's bits, label 0 the lowest), so
+    that the one-answer check sees a label set as an answer."""
+    weights = 2.0 ** np.arange(np.shape(predictions)[1])
+    return (np.asarray(predictions, np.float64) @ weights,
+            np.asarray(labels, np.float64) @ weights)
 
 
 def write_predictions(output_dir: str, glue_task: GlueTask, guids: List[str],

@@ -13,7 +13,8 @@ Files written into the run directory besides the GLUE path's:
 * `custom_train.tf_record`, `custom_eval.tf_record`: the feature caches (in --cached_dir);
 * `eval_report.{json,md}`, `confusion_matrix.png`: model.ckpt-best on the validation file;
 * `test_predictions.<csv|tsv|jsonl>`: every test row with `prediction` and, for
-  classification, `probability_<label>` for each label.
+  classification, `probability_<label>` for each label; for multi-label, `prediction`
+  holds the predicted labels joined by the task's separator (a list in JSON Lines).
 """
 
 import csv
@@ -46,10 +47,11 @@ CACHE_NAMES = {"train": "custom_train.tf_record", "dev": "custom_eval.tf_record"
 
 
 def task_from_training_file(pattern: str, fmt: Optional[str], columns: ColumnSpec,
-                            task_type: Optional[str]) -> FileTask:
+                            task_type: Optional[str], label_separator: str = ";",
+                            threshold: float = 0.5) -> FileTask:
     """The task of the training file(s), from one streaming pass that checks every row."""
     return infer_task(iter_rows(pattern, fmt, (*columns.text_columns, columns.label_column),
-                                "--train_file"), columns, task_type)
+                                "--train_file"), columns, task_type, label_separator, threshold)
 
 
 def task_of_run(directory: str) -> Optional[FileTask]:
@@ -152,6 +154,10 @@ def prediction_fields(task: FileTask, probabilities: np.ndarray,
     """Per example: the predicted label (or score) and each label's probability."""
     if task.is_regression:
         return [{"prediction": float(value)} for value in predictions]
+    if task.is_multi_label:
+        return [{"prediction": [name for name, on in zip(task.labels, chosen) if on],
+                 **{f"probability_{label}": float(p) for label, p in zip(task.labels, row)}}
+                for chosen, row in zip(predictions, probabilities)]
     return [{"prediction": task.labels[int(index)],
              **{f"probability_{label}": float(p) for label, p in zip(task.labels, row)}}
             for index, row in zip(predictions, probabilities)]
@@ -206,6 +212,9 @@ def write_predictions(path: str, rows: Iterable[Row], task: FileTask, predict_ch
                     columns = [*(name for name in chunk[0].fields if name not in added), *added]
                 records = [{**row.fields, **fields} for row, fields
                            in zip(chunk, prediction_fields(task, probabilities, predictions))]
+                if task.is_multi_label and fmt != "jsonl":
+                    for record in records:
+                        record["prediction"] = task.label_separator.join(record["prediction"])
                 handle.write(format_rows(fmt, columns, records, header=count == 0))
                 count += len(chunk)
                 if progress is not None:
@@ -235,19 +244,20 @@ def predict(model, task: FileTask, examples: Sequence, tokenizer, max_seq_length
     for start in range(0, len(examples), PREDICTION_CHUNK):
         chunk = examples[start:start + PREDICTION_CHUNK]
         features = stack_features(convert_examples(chunk, task, max_seq_length, tokenizer),
-                                  task.is_regression)
+                                  task.is_regression or task.is_multi_label)
         parts.append(bucketed_logits(model, features, batch_size, jit_compile))
         if progress is not None:
             progress.update(len(chunk))
     logits = (np.concatenate(parts) if parts
               else np.zeros((0, task.num_labels), np.float32))
-    return predictions_from_logits(logits, task.is_regression)
+    return predictions_from_logits(logits, task.is_regression, task.multi_label_threshold)
 
 
 def write_evaluation_report(output_dir: str, task: FileTask, predictions, labels, loss: float,
                             checkpoint: str) -> List[str]:
-    result = classification_report.report(predictions, labels, task.labels, loss,
-                                          None if task.baseline is None
-                                          else (task.baseline if task.is_regression
-                                                else int(task.baseline)))
+    if task.baseline is None or task.is_regression or task.is_multi_label:
+        baseline = task.baseline
+    else:
+        baseline = int(task.baseline)
+    result = classification_report.report(predictions, labels, task.labels, loss, baseline)
     return classification_report.write_report(output_dir, result, checkpoint)

@@ -49,22 +49,24 @@ class CachedFeatureParser:
       num_choices: sequences per record (None: one, features `[B, S]`;
         otherwise `[B, num_choices, S]`).
       float_labels: `label_ids` is a float (regression).
+      label_width: floats per label (multi-label: one 0/1 per label, `label_ids` `[B, width]`).
     """
 
     def __init__(self, max_seq_length: int, num_choices: Optional[int] = None,
-                 float_labels: bool = False):
+                 float_labels: bool = False, label_width: Optional[int] = None):
         self.shape = [max_seq_length] if num_choices is None else [num_choices, max_seq_length]
+        self.label_shape = [-1] if label_width is None else [-1, label_width]
         width = max_seq_length * (num_choices or 1)
         self.spec = {name: tf.io.FixedLenFeature([width], tf.int64) for name in TOKEN_FEATURES}
-        self.spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if float_labels
-                                                       else tf.int64)
+        self.spec["label_ids"] = tf.io.FixedLenFeature(
+            [label_width or 1], tf.float32 if float_labels or label_width else tf.int64)
         self.spec["is_real_example"] = tf.io.FixedLenFeature([1], tf.int64)
 
     def __call__(self, records, positions) -> dict:
         parsed = tf.io.parse_example(records, self.spec)
         features = {model_name: tf.reshape(tf.cast(parsed[name], tf.int32), [-1, *self.shape])
                     for name, model_name in TOKEN_FEATURES.items()}
-        labels = tf.reshape(parsed["label_ids"], [-1])
+        labels = tf.reshape(parsed["label_ids"], self.label_shape)
         features["label_ids"] = tf.cast(labels, tf.int32) if labels.dtype == tf.int64 else labels
         features["is_real_example"] = tf.cast(tf.reshape(parsed["is_real_example"], [-1]),
                                               tf.int32)
