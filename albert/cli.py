@@ -153,6 +153,15 @@ def define_config_flags() -> None:
                       "usually a misspelling that would silently leave a default in place.")
 
 
+def define_model_dir_flag() -> None:
+    """--model_dir, a finished run's directory: `python -m albert.predict` and `python -m
+    albert.export` share it (defined once, so both modules can be imported in one process)."""
+    if "model_dir" not in flags.FLAGS:
+        flags.DEFINE_string("model_dir", None,
+                            "A finished run of run_classifier.py --train_file=... or "
+                            "run_token_classifier.py: its directory holds all that is needed.")
+
+
 def load_albert_config(path: str) -> AlbertConfig:
     return AlbertConfig.from_json_file(
         path, allow_unknown_keys=flags.FLAGS.allow_unknown_config_keys)

@@ -22,19 +22,17 @@ import sys
 
 from absl import flags, logging
 
-from albert import cli, io, tokenization
-from albert.checkpoints import ALBERT_CONFIG_FILE, assign_model_weights, read_checkpoint
-from albert.config import AlbertConfig
+from albert import cli, io
 from albert.errors import InputError
 from albert.finetuning_data import tagged_files
 from albert.finetuning_data.labelled_files import FORMATS, Row, file_format
-from albert.modeling import AlbertClassifier, AlbertTokenClassifier
+from albert.finished_runs import TOKEN_CLASSIFICATION, Predictor, TokenPredictor, run_task_type
 from albert.tasks import file_classification, token_classification
-from albert.tasks.finetuning import RUN_SETTINGS_FILE
 
 TEXT_FORMAT = "text"
 
-flags.DEFINE_string("model_dir", None, "A run directory of run_classifier.py --train_file=...")
+cli.define_model_dir_flag()
+flags.adopt_module_key_flags(cli)  # --helpshort lists --model_dir too
 flags.DEFINE_string("checkpoint", "model.ckpt-best",
                     "The checkpoint of --model_dir to predict with.")
 flags.DEFINE_string("input_file", None, "Examples to predict (CSV, TSV, JSON Lines or text).")
@@ -47,88 +45,6 @@ flags.DEFINE_integer("batch_size", 32, "Examples per batch.")
 flags.DEFINE_bool("progress", True, "Show a progress bar (log lines when not a terminal).")
 flags.mark_flags_as_required(["model_dir"])
 FLAGS = flags.FLAGS
-
-
-def _run_tokenizer_and_config(model_dir: str, settings: dict):
-    """(tokenizer, AlbertConfig, max_seq_length) a run directory was trained with."""
-    spm = io.join(model_dir, file_classification.SPM_FILE)
-    vocab = io.join(model_dir, file_classification.VOCAB_FILE)
-    tokenizer = tokenization.load_tokenizer(
-        None if io.exists(spm) else vocab, spm if io.exists(spm) else None,
-        settings["do_lower_case"], settings.get("digit_comma_rule"))
-    config = AlbertConfig.from_json_file(io.join(model_dir, ALBERT_CONFIG_FILE))
-    return tokenizer, config, int(settings["max_seq_length"])
-
-
-def _checkpoint(model_dir: str, checkpoint: str, config, head: str, num_labels: int):
-    """(path, weights) of the run's checkpoint to predict with."""
-    path = checkpoint if io.exists(checkpoint + ".index") else io.join(model_dir, checkpoint)
-    if not io.exists(path + ".index"):
-        raise InputError(f"No checkpoint {path} (train with --do_eval, which keeps "
-                         "model.ckpt-best, or name one with --checkpoint)")
-    weights, _ = read_checkpoint(path, "tf1", config, heads="required", head=head,
-                                 head_dims={"C": num_labels})
-    return path, weights
-
-
-def run_task_type(model_dir: str) -> str:
-    path = io.join(model_dir, RUN_SETTINGS_FILE)
-    if not io.exists(path):
-        raise InputError(f"{model_dir} holds no fine-tuning run (no {RUN_SETTINGS_FILE})")
-    return io.read_json(path).get("task_type", "")
-
-
-class Predictor:
-    """A run directory's model, tokenizer and task, loaded once."""
-
-    def __init__(self, model_dir: str, checkpoint: str = "model.ckpt-best"):
-        task = file_classification.task_of_run(model_dir)
-        if task is None:
-            raise InputError(f"{model_dir} holds no run of run_classifier.py --train_file=... "
-                             f"(no task in its {RUN_SETTINGS_FILE})")
-        settings = io.read_json(io.join(model_dir, RUN_SETTINGS_FILE))
-        self.tokenizer, self.config, self.max_seq_length = _run_tokenizer_and_config(
-            model_dir, settings)
-        self.task = task
-        path, weights = _checkpoint(model_dir, checkpoint, self.config, "classifier",
-                                    task.num_labels)
-        self.model = AlbertClassifier(self.config, task.num_labels)
-        assign_model_weights(self.model, weights, path)
-        self.source = path
-
-    @property
-    def pair(self) -> bool:
-        return len(self.task.columns.text_columns) == 2
-
-    def predict_rows(self, rows, batch_size: int):
-        """(probabilities, predictions) of rows holding the task's text columns."""
-        examples = self.task.examples(rows, self.tokenizer.preprocess, labelled=False,
-                                      split="predict")
-        return file_classification.predict(self.model, self.task, examples, self.tokenizer,
-                                           self.max_seq_length, batch_size)
-
-
-class TokenPredictor:
-    """A tagger's run directory (run_token_classifier.py): its model, tokenizer and tags."""
-
-    def __init__(self, model_dir: str, checkpoint: str = "model.ckpt-best"):
-        settings = io.read_json(io.join(model_dir, RUN_SETTINGS_FILE))
-        self.tags = tuple(settings["tags"])
-        self.tokenizer, self.config, self.max_seq_length = _run_tokenizer_and_config(
-            model_dir, settings)
-        path, weights = _checkpoint(model_dir, checkpoint, self.config, "token_classifier",
-                                    len(self.tags))
-        self.model = AlbertTokenClassifier(self.config, len(self.tags))
-        assign_model_weights(self.model, weights, path)
-        self.source = path
-
-    def tag(self, sentences, batch_size: int):
-        """Each sentence's (tags, the chosen tags' probabilities)."""
-        tagged = token_classification.tagged_set(sentences, self.tags, self.tokenizer, self.max_seq_length)
-        logits = token_classification.tag_logits(self.model, tagged, batch_size)
-        probabilities, predicted = token_classification.word_predictions(logits, tagged)
-        return [([self.tags[i] for i in indices], [float(p[k, i]) for k, i in enumerate(indices)])
-                for p, indices in zip(probabilities, predicted)]
 
 
 def text_rows(path: str, columns) -> list:
@@ -167,7 +83,7 @@ def main(argv):
         io.refuse_existing(FLAGS.output_file, "--output_file")
     if FLAGS.batch_size < 1:
         raise InputError("--batch_size must be at least 1")
-    if run_task_type(FLAGS.model_dir) == "token_classification":
+    if run_task_type(FLAGS.model_dir) == TOKEN_CLASSIFICATION:
         return tag_words(texts)
     if FLAGS.output_file:
         file_format(FLAGS.output_file)   # a format we can write, refused before the work

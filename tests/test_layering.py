@@ -26,7 +26,7 @@ LAYERS = [
     {"training"},
     {"tasks", "squad", "memory"},
     {"run_builder"},
-    {"finetuning"},
+    {"finetuning", "finished_runs"},
     {"export", "finetuning_cli"},
     {"paper", "demo", "predict"},
     # `python -m albert.run_classifier` etc.: the original's documented commands, which run

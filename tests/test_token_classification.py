@@ -202,6 +202,15 @@ def test_a_tagger_learns_from_a_conll_file_and_tags_raw_text(tmp_path, synthetic
     assert list(loaded.tags().numpy().astype(str)) == ["O", "B-LOC", "B-PER", "I-PER"]
     assert served["start"][0].numpy().tolist() == [w["start"] for w in tagged["words"]]
 
+    # The same SavedModel from the run directory alone.
+    result = run_script("-m", "albert.export", f"--model_dir={run}",
+                        f"--export_dir={tmp_path / 'again'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = tf.saved_model.load(str(tmp_path / "again" / "1"))
+    outputs = again.signatures["serving_default"](text=tf.constant([text]))
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), served["probabilities"].numpy(),
+                               atol=1e-6)
+
 
 @pytest.mark.parametrize("problem", ["unseen tag", "wrong columns", "one tag", "not utf-8"])
 def test_a_bad_tagged_file_ends_with_one_error_line(tmp_path, synthetic_corpus, problem):
@@ -284,6 +293,8 @@ def _tagger_args(tmp_path, spm, out, **flags):
     return _flags(config_file, spm, str(out), **{k: v for k, v in values.items() if v is not None})
 
 
+# Slow tier (about 28 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_ctrl_c_stops_the_tagger_with_one_line_and_the_same_command_resumes(tmp_path,
                                                                            synthetic_corpus):
     import re

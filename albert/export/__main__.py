@@ -15,6 +15,12 @@ exported with its head to <export_dir>/<task>/ (serialized tf.train.Example
 in, probabilities and predictions out, as run_classifier.py --export_dir) and,
 with --tflite, to <export_dir>/<task>.tflite (logits).
 
+    python -m albert.export --model_dir=runs/mine --export_dir=served/mine
+
+exports a finished run of run_classifier.py --train_file=... or run_token_classifier.py,
+from its directory alone, as the SavedModel that takes raw strings (<export_dir>/1/, the
+run's own --export_dir; --init_checkpoint names another checkpoint of the run).
+
     python -m albert.export ... --quantize=int8 --calibration_file=my_text.txt
 
 quantises the .tflite file (float16, dynamic_int8 or full-integer int8,
@@ -33,13 +39,17 @@ from albert import cli
 from albert.checkpoints import format_names, read_checkpoint
 from albert.checkpoints.naming import PRETRAINING_HEAD
 from albert.errors import InputError
+from albert.export.finished_run import export_finished_run
 from albert.export.hub import export_hub_models, export_task_model
 from albert.export.onnx import require_tf2onnx
 from albert.export.quantization import read_calibration_texts, read_dev_set
 from albert.finetuning_data.glue import get_task
 from albert.tokenization import load_tokenizer, require_special_tokens
 
-flags.DEFINE_string("init_checkpoint", None, "The checkpoint to export (any supported format).")
+flags.DEFINE_string("init_checkpoint", None,
+                    "The checkpoint to export (any supported format); with --model_dir, the "
+                    "run's checkpoint to export (default model.ckpt-best).")
+cli.define_model_dir_flag()   # exported as the SavedModel that takes raw strings, <export_dir>/1/
 flags.DEFINE_enum("input_format", "auto", ["auto", *format_names()], "Format of --init_checkpoint.")
 flags.DEFINE_string("albert_config_file", None,
                     "albert_config.json (optional for formats that carry a config).")
@@ -79,13 +89,35 @@ flags.DEFINE_string("data_dir", None, "Directory holding one sub-directory per G
                     "(--task_name's dev set).")
 cli.define_config_flags()
 flags.adopt_module_key_flags(cli)  # --help lists --allow_unknown_config_keys too
-flags.mark_flags_as_required(["init_checkpoint", "export_dir"])
+flags.mark_flags_as_required(["export_dir"])
 
 FLAGS = flags.FLAGS
 
 
+def export_run_directory() -> None:
+    """--model_dir: the run's string-taking SavedModel; the other export options do not apply."""
+    unused = [f"--{name}" for name in ("albert_config_file", "spm_model_file", "task_name",
+                                       "data_dir", "calibration_file")
+              if FLAGS[name].value] + [f"--{name}" for name in ("tflite", "onnx")
+                                       if FLAGS[name].value]
+    if FLAGS.task != "encoder" or FLAGS.quantize != "none":
+        unused.append("--task" if FLAGS.task != "encoder" else "--quantize")
+    if unused:
+        raise InputError(f"--model_dir exports the run with what it recorded: drop "
+                         f"{', '.join(unused)}")
+    written, source = export_finished_run(FLAGS.model_dir, FLAGS.export_dir,
+                                          FLAGS.init_checkpoint or "model.ckpt-best",
+                                          FLAGS.overwrite)
+    logging.info("Exported %s to %s", source, written)
+
+
 def main(argv):
     del argv
+    if FLAGS.model_dir:
+        return export_run_directory()
+    if not FLAGS.init_checkpoint:
+        raise InputError("Name what to export: --init_checkpoint (a checkpoint) or "
+                         "--model_dir (a finished run of your own files)")
     if FLAGS.seq_length < 2:
         raise InputError(f"--seq_length must be at least 2, got {FLAGS.seq_length}")
     tflite = FLAGS.tflite or FLAGS.quantize != "none"
