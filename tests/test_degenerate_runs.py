@@ -118,6 +118,8 @@ def _journal(out):
     return json.loads((out / "eval_results.json").read_text())
 
 
+# Slow tier (about 29 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_stuck_classifier_is_flagged_and_a_learning_one_is_not(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     write_learnable_sst2(tmp_path / "glue")

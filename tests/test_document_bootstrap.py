@@ -228,6 +228,8 @@ def test_the_criteria_pass_on_the_papers_pattern_and_fail_without_it():
     assert not judged["d"]["passes"] and judged["a"]["passes"]
 
 
+# Slow tier (about 26 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_criteria_command_judges_a_reproductions_runs_and_caches_their_counts(
         tmp_path, synthetic_corpus, capsys):
     import shutil

@@ -133,6 +133,8 @@ def test_hub_keras_layers_give_the_encoder_outputs_on_real_sentences(exported, t
                                "mask_id": tokenizer.sp_model.PieceToId("[MASK]")}
 
 
+# Slow tier (about 28 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_keras_3_tfsm_layer_and_the_mlm_sub_object(exported, tmp_path):
     export_dir = exported[0]
     inputs, pooled, _ = _reference(exported, SENTENCES, seq_length=24)
@@ -317,6 +319,8 @@ def test_tflite_encoder_matches_keras_with_builtin_ops_only(exported, tmp_path):
         np.testing.assert_allclose(outputs["sequence_output"], sequence[row:row + 1], atol=1e-4)
 
 
+# Slow tier (about 32 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_fine_tuning_starts_from_an_exported_encoder_as_hub_module(exported, tmp_path):
     """--albert_hub_module_handle=<export>/encoder: weights and config come from the module."""
     from glue_fixtures import write_glue
@@ -414,6 +418,8 @@ def test_fine_tuned_models_export_with_their_heads(tmp_path, synthetic_corpus, t
         np.testing.assert_allclose(lite, logits[row:row + 1], atol=1e-4)
 
 
+# Slow tier (about 35 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_classifier_tflite_is_scored_on_the_glue_dev_set(tmp_path, synthetic_corpus):
     """--task_name / --data_dir: quantization_report.json holds the dev metrics of the float32
     model and of the file, as computed here from the Keras model and the file themselves."""

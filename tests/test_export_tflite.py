@@ -157,7 +157,9 @@ def test_int8_export_is_calibrated_on_the_users_text_and_reports_its_error(check
                            tmp_path)
 
 
-@pytest.mark.parametrize("mode", ["float16", "dynamic_int8"])
+# float16 is in the slow tier (27 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.parametrize("mode", [pytest.param("float16", marks=pytest.mark.slow),
+                                  "dynamic_int8"])
 def test_weight_quantized_exports_stay_within_their_bounds(checkpoint, tmp_path, mode):
     """The same writer as --quantize, called in-process (no SavedModels around it)."""
     from albert.checkpoints import load_into_model

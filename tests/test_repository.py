@@ -5,6 +5,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from albert.checkpoints import format_names, formats
 from conftest import REPO
 from scripts import run_script
@@ -100,6 +102,8 @@ def test_the_original_documented_module_commands_run_the_scripts(tmp_path):
         assert shown.returncode == 0, script   # absl's help exits 1; ours 0
 
 
+# Slow tier (about 29 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_the_scripts_start_without_tensorflows_native_info_lines():
     """`import albert` quiets TensorFlow's C++ start-up lines (CUDA probing, oneDNN, CPU
     features) before TensorFlow loads; a script that imported TensorFlow or Keras ahead of

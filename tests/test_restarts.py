@@ -86,6 +86,8 @@ def test_restarts_resume_after_a_kill_in_the_second_seed_and_predict_with_the_be
         (tmp_path / "alone" / "test_results.tsv").read_text()
 
 
+# Slow tier (about 32 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_restarts_need_dev_evaluation_and_their_own_directory(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     write_learnable_sst2(tmp_path / "glue")
@@ -100,10 +102,10 @@ def test_restarts_need_dev_evaluation_and_their_own_directory(tmp_path, syntheti
     assert not (tmp_path / "single" / "seed-7").exists()
 
 
-# run_race.py's variant is in the slow tier (about 30 s), to keep the default suite within
-# 15 minutes (docs/testing.md); run_squad.py's keeps the path in the default suite.
-@pytest.mark.parametrize("script", [pytest.param("run_race.py", marks=pytest.mark.slow),
-                                    "run_squad.py"])
+# Slow tier (about 30 s a script on 2 cores), to keep the default suite within 15 minutes;
+# test_finetuning_scripts.py's preset restarts keep --restarts in the default suite.
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["run_race.py", "run_squad.py"])
 def test_restarts_of_race_and_squad_predict_from_the_best_seed(tmp_path, synthetic_corpus,
                                                                script):
     from test_finetuning_scripts import _command as script_command

@@ -144,6 +144,8 @@ def test_the_head_and_loss_learn_64_training_examples(tmp_path, synthetic_corpus
     assert len((tmp_path / "out" / "SST-2.tsv").read_text().splitlines()) == 65
 
 
+# Slow tier (about 30 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_sentences_of_wikipedia_and_of_news_are_told_apart(tmp_path, demo_corpus):
     """A real-text task learnable from scratch: which corpus a sentence comes from.
 

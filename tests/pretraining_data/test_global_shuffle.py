@@ -230,6 +230,8 @@ def test_training_warns_once_about_records_not_globally_shuffled(tmp_path, block
     assert "create_pretraining_data.py" in caplog.text
 
 
+# Slow tier (about 25 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_each_record_knows_its_corpus_document(tmp_path, blocks_corpus):
     """The documents file beside the summary gives, per output file and in file order, the
     corpus document each record was cut from (documents 0-299 are source a, 300-599 b, ...)."""

@@ -124,6 +124,8 @@ def _masked_runs(record):
     return np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
 
 
+# Slow tier (about 27 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_dynamic_masks_follow_the_masking_rules_and_change_each_read(records):
     """Budget, whole words, no position twice, 80/10/10, never [CLS], [SEP] or padding."""
     dynamic = _dynamic(records)

@@ -24,6 +24,8 @@ def _cut_in_half(path) -> bytes:
         return handle.read()
 
 
+# Slow tier (about 39 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_cut_newest_checkpoint_is_set_aside_and_the_run_resumes_exactly(
         tmp_path, synthetic_records):
     files, _ = synthetic_records
@@ -80,6 +82,8 @@ def test_an_unreadable_index_is_skipped_and_none_intact_is_one_error_line(
     assert {name: after.get(name) for name in before} == before
 
 
+# Slow tier (about 43 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_damaged_state_file_lists_the_checkpoints_beside_it_and_is_kept(
         tmp_path, synthetic_records):
     """The `checkpoint` state file overwritten with bytes that are not text: the run resumes

@@ -147,6 +147,8 @@ def test_a_hopeless_learning_rate_is_reported_in_the_log_and_the_run_files(tmp_p
     assert "findings" not in text and "predicted_one" not in text
 
 
+# Slow tier (about 27 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_learning_run_is_not_reported(tmp_path, learnable_records):
     # Measured: masked-LM loss 5.2 -> 3.6 in 400 steps, held-out sentence order 0.97.
     stderr, journal, log = _pretrain(learnable_records, tmp_path / "run", steps=400, window=200,

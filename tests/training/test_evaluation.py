@@ -47,8 +47,10 @@ def _last_batch_is_partial(task):
     return sizes[-1] < BATCH
 
 
-# Two replicas are `slow` (a MirroredStrategy evaluation, most of a minute); one stays.
-@pytest.mark.parametrize("replicas", [1, pytest.param(2, marks=pytest.mark.slow)])
+# Slow tier (27 s with one replica, most of a minute with two on 2 cores), to keep the default
+# suite within 15 minutes.
+@pytest.mark.slow
+@pytest.mark.parametrize("replicas", [1, 2])
 def test_padded_evaluation_on_the_replicas_equals_the_unpadded_one(task_and_model, replicas):
     task, model = task_and_model
     cpus = [device.name for device in tf.config.list_logical_devices("CPU")][:replicas]

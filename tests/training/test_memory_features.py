@@ -52,12 +52,15 @@ def unsplit(tmp_path_factory, synthetic_records):
     return config, files, root / "unsplit"
 
 
-# The mirrored case is `slow` (a minute); one device with accumulation stays in the default suite.
+# The mirrored case (a minute) and rematerialisation (20 s) are `slow`; one device with
+# accumulation stays in the default suite.
 @pytest.mark.parametrize("flags", [dict(gradient_accumulation_steps=4),
                                    pytest.param(dict(gradient_accumulation_steps=4,
                                                      strategy="mirrored", cpu_devices=2),
                                                 marks=pytest.mark.slow),
-                                   dict(gradient_accumulation_steps=2, rematerialize=True)])
+                                   pytest.param(dict(gradient_accumulation_steps=2,
+                                                     rematerialize=True),
+                                                marks=pytest.mark.slow)])
 def test_split_steps_train_like_the_unsplit_step(tmp_path, unsplit, flags):
     config, files, reference = unsplit
     result = run_script(*_args(config, files, str(tmp_path / "split"), **COMMON, **flags))
@@ -91,6 +94,8 @@ def test_a_batch_that_does_not_split_is_one_error_line(tmp_path, unsplit):
     assert not (tmp_path / "bad").exists()
 
 
+# Slow tier (about 32 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_fine_tuning_accumulates_like_the_unsplit_batch(tmp_path, synthetic_corpus):
     from test_run_classifier import TINY as CLASSIFIER, _args as classifier_args, _sst2_folder
 

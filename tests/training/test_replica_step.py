@@ -32,6 +32,8 @@ def test_an_overflow_on_one_mirrored_replica_skips_the_step_on_both():
     _assert_skipped_everywhere(result)
 
 
+# Slow tier (about 26 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_an_overflow_on_one_worker_skips_the_step_on_both_without_a_hang(tmp_path):
     ports = [_free_port(), _free_port()]
     cluster = {"worker": [f"localhost:{port}" for port in ports]}

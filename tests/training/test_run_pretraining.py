@@ -110,11 +110,12 @@ def test_every_topology_trains_like_one_device_with_dropout_on(tmp_path, synthet
         "model.ckpt-12.index", "model.ckpt-6.index"]
 
 
-# One device by default; on two mirrored devices each of the three runs is a process of its own
-# (a minute more), so that variant is in the slow tier.
-@pytest.mark.parametrize("devices", [
-    {"strategy": "one_device"},
-    pytest.param({"strategy": "mirrored", "cpu_devices": 2}, marks=pytest.mark.slow)])
+# Slow tier (about 92 s on one device, a minute more on two mirrored devices, where each of
+# the three runs is a process of its own), to keep the default suite within 15 minutes;
+# test_preemption.py resumes a stopped run in the default suite.
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [{"strategy": "one_device"},
+                                     {"strategy": "mirrored", "cpu_devices": 2}])
 def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, synthetic_records,
                                                              devices):
     files, _ = synthetic_records
@@ -185,6 +186,8 @@ def test_evaluation_only_evaluates_each_checkpoint_once(tmp_path, synthetic_reco
     assert text.count("global_step = ") == 2 and "masked_lm_accuracy = " in text
 
 
+# Slow tier (about 26 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_divergence_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, synthetic_records):
     files, _ = synthetic_records
     config = _config_file(tmp_path)

@@ -50,8 +50,11 @@ def _journal(output_dir):
         return json.load(handle)
 
 
-@pytest.mark.parametrize("kill_point", ["before_evaluation", "before_best_copy",
-                                        "inside_best_copy"])
+# Two of the three kill points are in the slow tier (about 26 s each on 2 cores), to keep the
+# default suite within 15 minutes.
+@pytest.mark.parametrize("kill_point", ["before_evaluation",
+                                        pytest.param("before_best_copy", marks=pytest.mark.slow),
+                                        pytest.param("inside_best_copy", marks=pytest.mark.slow)])
 def test_every_checkpoint_is_evaluated_exactly_once_whatever_happens(
         tmp_path, synthetic_records, monkeypatch, kill_point):
     files, _ = synthetic_records
@@ -167,6 +170,8 @@ def test_a_refused_rerun_writes_nothing(tmp_path, synthetic_records):
     assert _snapshot(output_dir) == before
 
 
+# Slow tier (about 38 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_a_resumed_run_must_read_on_in_the_same_order(tmp_path, synthetic_records):
     from albert.errors import InputError
 
