@@ -340,7 +340,10 @@ def test_fine_tuning_starts_from_an_exported_encoder_as_hub_module(exported, tmp
     assert "Setting aside 7 head variables" in result.stderr   # the MLM / SOP heads
 
 
-@pytest.mark.parametrize("task", ["classifier", "multiple_choice"])
+# multiple_choice is in the slow tier (19 s on 2 cores), to keep the default suite within
+# 15 minutes.
+@pytest.mark.parametrize("task", ["classifier",
+                                  pytest.param("multiple_choice", marks=pytest.mark.slow)])
 def test_fine_tuned_models_export_with_their_heads(tmp_path, synthetic_corpus, task):
     """Serialized examples in, the probabilities run_classifier.py / the Keras model give out;
     the TFLite task model gives the same logits."""

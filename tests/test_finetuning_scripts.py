@@ -75,7 +75,10 @@ def _dead_pid():
 
 
 # ------------------------------------------------------------ point 1 (+ 7, 9)
-@pytest.mark.parametrize("script", SCRIPTS)
+# run_race.py's and run_squad.py's runs are in the slow tier (18 s each on 2 cores), to keep
+# the default suite within 15 minutes.
+@pytest.mark.parametrize("script", [SCRIPTS[0], *(pytest.param(script, marks=pytest.mark.slow)
+                                                  for script in SCRIPTS[1:])])
 def test_a_rerun_with_other_settings_is_refused_and_changes_nothing(tmp_path, synthetic_corpus,
                                                                    script):
     _, spm = synthetic_corpus
@@ -119,7 +122,10 @@ def test_a_rerun_with_other_settings_is_refused_and_changes_nothing(tmp_path, sy
     assert _contents(out) == before
 
 
-@pytest.mark.parametrize("script", ["run_classifier.py", "run_race.py"])
+# run_race.py's run is in the slow tier (18 s on 2 cores), to keep the default suite within
+# 15 minutes.
+@pytest.mark.parametrize("script", ["run_classifier.py",
+                                    pytest.param("run_race.py", marks=pytest.mark.slow)])
 def test_a_predict_only_run_records_its_settings(tmp_path, synthetic_corpus, script):
     """A run that only predicts (from a fine-tuned checkpoint) is protected like a trained one."""
     _, spm = synthetic_corpus
