@@ -80,6 +80,9 @@ def test_the_demo_output_is_ignored_by_git():
     assert "albert_demo/" in ignored
 
 
+# Slow tier (30-40 s on 2 cores: a process per script), to keep the default suite within
+# 15 minutes.
+@pytest.mark.slow
 def test_the_original_documented_module_commands_run_the_scripts(tmp_path):
     """`python -m albert.run_race` etc., as the original's README runs them, from any directory."""
     import sys

@@ -1,6 +1,7 @@
 """The same model under the PyTorch Keras backend gives the TensorFlow backend's outputs."""
 
 import numpy as np
+import pytest
 
 from albert.checkpoints import model_weights
 from albert.modeling import AlbertPretrainer
@@ -28,6 +29,8 @@ np.savez(sys.argv[2], **{k: keras.ops.convert_to_numpy(outputs[k]) for k in
 """
 
 
+# Slow tier (25-33 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_torch_backend_matches_tensorflow_backend(tmp_path):
     config = tiny_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
     model = AlbertPretrainer(config)

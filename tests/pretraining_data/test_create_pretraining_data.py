@@ -49,6 +49,8 @@ def _check_statistics(records, summary, tokenizer):
     return counts
 
 
+# Slow tier (about 30 s on 2 cores), to keep the default suite within 15 minutes.
+@pytest.mark.slow
 def test_synthetic_corpus_statistics(tmp_path, synthetic_corpus):
     corpus, model = synthetic_corpus
     tokenizer = SentencePieceTokenizer(model)
