@@ -48,7 +48,8 @@ from albert.export.classifier import export_classifier
 from albert.finetuning_data.feature_cache import tokenizer_settings
 from albert.finetuning_data.glue import (TASKS, convert_examples, get_task, plan_cache,
                                          read_examples, write_cache)
-from albert.finetuning_data.labelled_files import FORMATS, TASK_TYPES, ColumnSpec
+from albert.finetuning_data.labelled_files import (DEFAULT_LABEL_SEPARATOR, DEFAULT_THRESHOLD,
+                                                   FORMATS, TASK_TYPES, ColumnSpec)
 from albert.tasks import file_classification
 from albert.export.text_classifier import export_text_classifier
 from albert.tasks.classification import (ClassificationTask, bucketed_logits,
@@ -118,10 +119,10 @@ flags.DEFINE_enum("task_type", None, list(TASK_TYPES),
                   "classification, regression or multi_label (default: multi_label when the "
                   "training labels are JSON lists, regression when they are numbers that are not "
                   "all integers, else classification).")
-flags.DEFINE_string("label_separator", ";",
+flags.DEFINE_string("label_separator", DEFAULT_LABEL_SEPARATOR,
                     "Multi-label: the character between an example's labels in a CSV or TSV "
                     "label column (e.g. 'sports;politics'; an empty cell is no label).")
-flags.DEFINE_float("multi_label_threshold", 0.5,
+flags.DEFINE_float("multi_label_threshold", DEFAULT_THRESHOLD,
                    "Multi-label: a label is predicted when its sigmoid probability reaches this.")
 flags.mark_flags_as_required(["output_dir"])
 

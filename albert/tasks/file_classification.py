@@ -31,7 +31,8 @@ from albert.errors import InputError
 from albert.evaluation import classification_report
 from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
 from albert.finetuning_data.glue import convert_example, convert_examples, serialize_features
-from albert.finetuning_data.labelled_files import (ColumnSpec, FileTask, Row, file_format,
+from albert.finetuning_data.labelled_files import (DEFAULT_LABEL_SEPARATOR, DEFAULT_THRESHOLD,
+                                                   ColumnSpec, FileTask, Row, file_format,
                                                    infer_task, iter_rows)
 from albert.tasks.classification import (bucketed_logits, predictions_from_logits,
                                          stack_features)
@@ -47,8 +48,9 @@ CACHE_NAMES = {"train": "custom_train.tf_record", "dev": "custom_eval.tf_record"
 
 
 def task_from_training_file(pattern: str, fmt: Optional[str], columns: ColumnSpec,
-                            task_type: Optional[str], label_separator: str = ";",
-                            threshold: float = 0.5) -> FileTask:
+                            task_type: Optional[str],
+                            label_separator: str = DEFAULT_LABEL_SEPARATOR,
+                            threshold: float = DEFAULT_THRESHOLD) -> FileTask:
     """The task of the training file(s), from one streaming pass that checks every row."""
     return infer_task(iter_rows(pattern, fmt, (*columns.text_columns, columns.label_column),
                                 "--train_file"), columns, task_type, label_separator, threshold)
