@@ -33,14 +33,21 @@ _VARINTS = [_encode_varint(value) for value in range(_VARINT_CACHE_SIZE)]
 
 def _varints(values: Sequence[int]) -> bytes:
     table = _VARINTS
-    if values and (min(values) < 0 or max(values) >= _VARINT_CACHE_SIZE):
+    if not values:
+        return b""
+    smallest, largest = min(values), max(values)
+    if smallest >= 0 and largest < 0x80:  # one byte each: masks, segment ids, labels
+        return bytes(values)
+    if smallest < 0 or largest >= _VARINT_CACHE_SIZE:
         return b"".join([table[v] if 0 <= v < _VARINT_CACHE_SIZE else _encode_varint(v)
                          for v in values])
     return b"".join([table[value] for value in values])
 
 
 def _length_delimited(field_tag: bytes, payload: bytes) -> bytes:
-    return field_tag + _encode_varint(len(payload)) + payload
+    length = len(payload)
+    return field_tag + (_VARINTS[length] if length < _VARINT_CACHE_SIZE
+                        else _encode_varint(length)) + payload
 
 
 def _int64_feature(values: Sequence[int]) -> bytes:

@@ -78,9 +78,15 @@ class SentencePieceTokenizer:
             self._special_id(piece) for piece in (PAD, CLS, SEP, MASK))
         # The digit-comma rule can only fire on vocabulary pieces that end in a
         # digit and a comma; without any, ids can be encoded directly.
+        pieces = [self.sp_model.IdToPiece(i) for i in range(self.vocab_size)]
         self.has_digit_comma_pieces = any(
-            len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
-            for piece in (self.sp_model.IdToPiece(i) for i in range(self.vocab_size)))
+            len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit() for piece in pieces)
+        # Piece -> id in one dict lookup: SentencePiece's `PieceToId` costs a Python wrapper
+        # call per piece, which made it the largest part of feature creation. The same ids,
+        # the first id of a piece, `<unk>` for a piece outside the vocabulary.
+        self._piece_ids = {}
+        for token_id, piece in enumerate(pieces):
+            self._piece_ids.setdefault(piece, token_id)
 
     def _special_id(self, piece: str):
         token_id = self.sp_model.PieceToId(piece)
@@ -93,6 +99,8 @@ class SentencePieceTokenizer:
     def encode_pieces(self, preprocessed: str) -> List[str]:
         """Pieces of already preprocessed text, with the digit-comma rule."""
         pieces = self.sp_model.EncodeAsPieces(preprocessed)
+        if "," not in "".join(pieces):  # the common case, checked at C speed
+            return pieces
         output = []
         for piece in pieces:
             if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
@@ -128,7 +136,8 @@ class SentencePieceTokenizer:
     # ------------------------------------------------------------ vocabulary
     def convert_tokens_to_ids(self, tokens: Sequence[str]) -> List[int]:
         """Unknown pieces map to `<unk>`."""
-        return [self.sp_model.PieceToId(token) for token in tokens]
+        piece_ids, unk_id = self._piece_ids, self.unk_id
+        return [piece_ids.get(token, unk_id) for token in tokens]
 
     def convert_ids_to_tokens(self, ids: Sequence[int]) -> List[str]:
         return [self.sp_model.IdToPiece(int(token_id)) for token_id in ids]

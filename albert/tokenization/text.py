@@ -16,8 +16,9 @@ def preprocess_text(text: str, remove_space: bool = True, lower: bool = False) -
     """
     if remove_space:
         text = " ".join(text.strip().split())
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(character for character in text if not unicodedata.combining(character))
+    if not text.isascii():  # ASCII text is its own NFKD form and has no combining characters
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(character for character in text if not unicodedata.combining(character))
     if lower:
         text = text.lower()
     return text

@@ -30,8 +30,12 @@ def test_bytes_equal_tensorflow_deterministic_serialisation():
             "b_negative": ("int64", [rng.randint(-5, 5) for _ in range(3)]),
             "weights": ("float", [rng.choice([0.0, 1.0, 0.5, -2.25]) for _ in range(rng.randint(0, 9))]),
             "next_sentence_labels": ("int64", [rng.randint(0, 1)]),
+            "input_mask": ("int64", [rng.randint(0, 127) for _ in range(rng.randint(0, 40))]),
         }
         assert encode_example(features) == _tensorflow_bytes(features)
+    # A payload longer than the varint table (its length is encoded in three bytes).
+    features = {"input_ids": ("int64", [rng.randint(0, 30000) for _ in range(40000)])}
+    assert encode_example(features) == _tensorflow_bytes(features)
 
 
 def test_the_schema_is_the_original_record_layout():

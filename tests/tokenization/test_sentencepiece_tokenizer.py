@@ -14,6 +14,20 @@ def test_preprocess_text_follows_the_original_steps():
     text = "  M\u00fcller \u1e9e  "
     assert preprocess_text(preprocess_text(text, lower=True), lower=True) == preprocess_text(text, lower=True)
     assert preprocess_text("a  b", remove_space=False) == "a  b"
+    # ASCII text skips normalisation: the same result as the steps above.
+    ascii_text = "".join(chr(code) for code in range(128))
+    assert preprocess_text(ascii_text, lower=True) == " ".join(
+        ascii_text.strip().split()).lower()
+
+
+def test_piece_ids_equal_sentencepiece_lookups(synthetic_corpus):
+    _, model = synthetic_corpus
+    tokenizer = SentencePieceTokenizer(model)
+    raw = sentencepiece.SentencePieceProcessor(model_file=model)
+    pieces = tokenizer.vocab_words + ["not-a-piece", "\u2581zzzq", ""]
+    assert tokenizer.convert_tokens_to_ids(pieces) == [raw.PieceToId(piece) for piece in pieces]
+    text = "No commas here: 1990 and 42 Caf\u00e9s."  # returned as SentencePiece encodes it
+    assert tokenizer.tokenize(text) == raw.EncodeAsPieces(preprocess_text(text, lower=True))
 
 
 def test_special_ids_and_user_symbols_follow_the_official_recipe(synthetic_corpus):
