@@ -30,6 +30,22 @@ def test_no_file_cites_a_document_users_do_not_have():
     assert citing == []
 
 
+# The pre-registered reproductions whose result files must repeat from any checkout.
+RELATIVE_RESULT_DIRECTORIES = ("docs/paper/cpu-large-table11-warm", "docs/paper/cpu-large-table12")
+
+
+def test_the_pre_registered_result_files_hold_no_paths_of_the_machine_that_ran_them():
+    absolute = []
+    for path in _tracked_files():
+        relative = os.path.relpath(path, REPO)
+        if relative.startswith(RELATIVE_RESULT_DIRECTORIES) and relative.endswith(
+                (".json", ".sh", ".md", ".txt", ".jsonl")):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if re.search(r"(?<![\w.])/(work|tmp|root|home)/", handle.read()):
+                    absolute.append(relative)
+    assert absolute == []
+
+
 def test_docs_exist_and_name_the_seams():
     architecture = open(os.path.join(REPO, "docs", "architecture.md"), encoding="utf-8").read()
     for seam in ("CheckpointFormat", "HeadTable", "TaskInput", "distribute_datasets_from_function",

@@ -81,7 +81,8 @@ copy_back() {  # $1: a reproduction; each newly finished run (result.json), with
     # Commands a reader can repeat from the repository root: no paths of this machine.
     sed -i -e "s#$PWD/##g" -e "s#^[^ ]*/bin/python #python #" "$MAIN/$out/runs/$name/commands.sh"
   done
-  cp -p $out/reproduce.json "$MAIN/$out/"
+  # Its corpus paths as the commands give them: beside the repository (../paper48).
+  sed -e "s#\"$PARENT/#\"../#g" $out/reproduce.json > "$MAIN/$out/reproduce.json"
 }
 ladder() {  # $1: the top paper depth; every seed of every rung up to it
   local below
