@@ -17,7 +17,7 @@ PACKAGE = os.path.join(REPO, "albert")
 # Lowest first. A part may import only parts of lower layers.
 LAYERS = [
     {"errors"},
-    {"io", "native_logs", "interrupts"},
+    {"io", "native_logs", "interrupts", "worker_pool"},
     {"config"},
     {"cli"},
     {"modeling", "tokenization", "evaluation", "restarts", "savedmodel", "records"},

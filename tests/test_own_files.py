@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -99,6 +100,60 @@ def _marker_rows(rng, count):
             words.insert(rng.randrange(len(words)), markers[label])
         rows.append((" ".join(words), label))
     return rows
+
+
+def test_features_made_in_worker_processes_are_the_same_records(tmp_path, synthetic_corpus,
+                                                                monkeypatch):
+    import pickle
+
+    from albert.finetuning_data.glue import FeatureSerializer
+    from albert.tasks import file_classification
+    from albert.tokenization import load_tokenizer
+    from albert.worker_pool import ordered_map
+
+    _, spm = synthetic_corpus
+    tokenizer = load_tokenizer(spm_model_file=spm)
+    rows = _marker_rows(random.Random(3), 300) + [("prices rose 1,990, then 4,5 fell", "good")]
+    copy = pickle.loads(pickle.dumps(tokenizer))  # what a worker gets
+    assert [copy.encode(text) for text, _ in rows] == [tokenizer.encode(text) for text, _ in rows]
+    path = tmp_path / "train.csv"
+    _write_csv(path, rows)
+    task = file_classification.task_from_training_file(str(path), None,
+                                                       ColumnSpec(("review",), "label"), None)
+    written = []
+    for workers in (1, 2):
+        cache_path = tmp_path / f"workers{workers}.tf_record"
+        cache = file_classification.plan_cache(task, str(path), None, "train", str(cache_path),
+                                               64, tokenizer)
+        assert cache.write(FeatureSerializer(task, 64, tokenizer), num_workers=workers) == 301
+        written.append(cache_path.read_bytes())
+    assert written[0] == written[1]
+    # Many chunks, read as the workers need them, come back in the items' order.
+    assert list(ordered_map(abs, range(-100, 0), 2, chunk_size=7)) == list(range(100, 0, -1))
+    # This process has loaded TensorFlow, as run_classifier.py has: the workers are spawned,
+    # and neither TensorFlow nor the main script (run_classifier.py, which loads it) is
+    # imported there.
+    (tmp_path / "worker_probe.py").write_text(
+        "import sys\n\ndef loaded(name):\n    return name in sys.modules\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import types
+
+    import worker_probe
+
+    script = tmp_path / "a_script.py"
+    script.write_text("import tensorflow\n")
+    main = types.ModuleType("__main__")
+    main.__file__, main.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert "tensorflow" in sys.modules
+    assert list(ordered_map(worker_probe.loaded, ["tensorflow", "keras", "albert.worker_pool"],
+                            1)) == [False, False, True]
+    # Small files are made in this process; large ones by one worker a core.
+    small = file_classification.LabelledExamples(str(path), None, task, None, "train", "x", 10)
+    large = file_classification.LabelledExamples(
+        str(path), None, task, None, "train", "x", file_classification.PARALLEL_FEATURES_MIN_BYTES)
+    assert file_classification.feature_workers(small) == 1
+    assert file_classification.feature_workers(large) == min(os.cpu_count(), 4)
 
 
 def _flags(config_file, spm, output_dir, **flags):

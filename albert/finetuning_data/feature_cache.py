@@ -22,6 +22,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 from albert import io
 from albert.errors import InputError
 from albert.records.tfrecord import TFRecordWriter
+from albert.worker_pool import ordered_map
 
 logger = logging.getLogger("albert")
 
@@ -108,13 +109,17 @@ class FeatureCache:
         """The files the cache consists of (the records and their settings)."""
         return [self.path, self.path + SETTINGS_SUFFIX]
 
-    def write(self, serialize: Callable[[object], bytes]) -> int:
+    def write(self, serialize: Callable[[object], bytes], num_workers: int = 1) -> int:
         """Writes the cache (atomically) if it needs rebuilding; returns its record count.
 
-        `serialize(example)` gives one serialised `tf.train.Example`.
+        `serialize(example)` gives one serialised `tf.train.Example`. With
+        `num_workers` > 1 it runs in that many worker processes (it must then be
+        picklable); the records, and so the file, are the same.
         """
         if self.examples is None:
             return self.records
+        if num_workers > 1:
+            return self.write_records(ordered_map(serialize, self.examples, num_workers))
         return self.write_records(serialize(example) for example in self.examples)
 
     def write_records(self, records: Iterable[bytes]) -> int:

@@ -308,10 +308,23 @@ def plan_cache(task: GlueTask, data_dir: str, split: str, cache_path: str,
                                                         tokenizer), read)
 
 
+@dataclasses.dataclass(frozen=True)
+class FeatureSerializer:
+    """An example's cache record: its features, serialised. Picklable (with a picklable task
+    and tokenizer), so that worker processes can make the records of a large file."""
+
+    task: object  # a GlueTask or a FileTask
+    max_seq_length: int
+    tokenizer: object
+
+    def __call__(self, example: InputExample) -> bytes:
+        return serialize_features(convert_example(example, self.task, self.max_seq_length,
+                                                  self.tokenizer), self.task.is_regression)
+
+
 def write_cache(cache: FeatureCache, task: GlueTask, max_seq_length: int, tokenizer) -> int:
     """Writes a planned cache if it needs rebuilding; returns its number of records."""
-    return cache.write(lambda example: serialize_features(
-        convert_example(example, task, max_seq_length, tokenizer), task.is_regression))
+    return cache.write(FeatureSerializer(task, max_seq_length, tokenizer))
 
 
 def ensure_cache(task: GlueTask, data_dir: str, split: str, cache_path: str,

@@ -39,12 +39,10 @@ contract with training (`albert.pretraining_data.schema`).
 import contextlib
 import dataclasses
 import logging
-import multiprocessing
 import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -69,11 +67,9 @@ from albert.pretraining_data.schema import (SUMMARY_SUFFIX, PretrainingSchema, S
 from albert.pretraining_data.token_store import TokenizedDocuments, TokenStoreWriter
 from albert.records.tfrecord import TFRecordWriter, frame_record
 from albert.tokenization import DIGIT_COMMA_RULES, load_tokenizer, require_special_tokens
+from albert.worker_pool import start_pool
 
 logger = logging.getLogger("albert")
-
-# Set in worker processes so that `import albert` skips Keras / TensorFlow.
-LIGHTWEIGHT_IMPORT_VARIABLE = "ALBERT_LIGHTWEIGHT_IMPORT"
 
 # Job sizes: small enough that a window splits into several jobs per worker,
 # large enough that inter-process traffic stays a small part of the work.
@@ -199,13 +195,6 @@ _WORKER: Optional[WindowWorker] = None
 
 def _initialise_worker(config: DataConfig) -> None:
     global _WORKER
-    # `Pool.terminate()` ends the workers with SIGTERM. A forked worker inherits the
-    # script's Python SIGTERM handler, which runs only between bytecodes: a signal
-    # landing just before the worker blocks on the task queue's semaphore left it
-    # waiting forever and the script hung at its end (seen in CI, and in 1 of 3 runs
-    # of one test loop). The default action kills the worker in the kernel, whatever it
-    # is doing.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _WORKER = WindowWorker(config)
 
 
@@ -236,21 +225,7 @@ class _Jobs:
         if num_workers == 1:
             _WORKER = worker
             return
-        # Forked workers start at once. A process that has loaded TensorFlow
-        # (library use, tests) has runtime threads that must not be forked:
-        # there workers are spawned, importing only the pure-Python data code
-        # (the variable keeps `import albert` from loading Keras and TensorFlow).
-        can_fork = sys.platform.startswith("linux") and "tensorflow" not in sys.modules
-        previous = os.environ.get(LIGHTWEIGHT_IMPORT_VARIABLE)
-        os.environ[LIGHTWEIGHT_IMPORT_VARIABLE] = "1"
-        try:
-            self.pool = multiprocessing.get_context("fork" if can_fork else "spawn").Pool(
-                num_workers, initializer=_initialise_worker, initargs=(config,))
-        finally:
-            if previous is None:
-                del os.environ[LIGHTWEIGHT_IMPORT_VARIABLE]
-            else:
-                os.environ[LIGHTWEIGHT_IMPORT_VARIABLE] = previous
+        self.pool = start_pool(num_workers, _initialise_worker, (config,))
 
     @property
     def in_process(self) -> bool:

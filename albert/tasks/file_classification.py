@@ -18,10 +18,10 @@ Files written into the run directory besides the GLUE path's:
 """
 
 import csv
-import dataclasses
 import io as std_io
 import json
 import logging
+import os
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
@@ -30,7 +30,7 @@ from albert import io
 from albert.errors import InputError
 from albert.evaluation import classification_report
 from albert.finetuning_data.feature_cache import FeatureCache, files_fingerprint, tokenizer_settings
-from albert.finetuning_data.glue import convert_example, convert_examples, serialize_features
+from albert.finetuning_data.glue import FeatureSerializer, convert_examples
 from albert.finetuning_data.labelled_files import (DEFAULT_LABEL_SEPARATOR, DEFAULT_THRESHOLD,
                                                    ColumnSpec, FileTask, Row, file_format,
                                                    infer_task, iter_rows)
@@ -45,6 +45,9 @@ SPM_FILE = "spm.model"
 VOCAB_FILE = "vocab.txt"
 PREDICTIONS_STEM = "test_predictions"
 CACHE_NAMES = {"train": "custom_train.tf_record", "dev": "custom_eval.tf_record"}
+# Training files from this size on (about 30,000 short rows) have their features made in
+# worker processes, whose start costs a few seconds.
+PARALLEL_FEATURES_MIN_BYTES = 4 << 20
 
 
 def task_from_training_file(pattern: str, fmt: Optional[str], columns: ColumnSpec,
@@ -72,9 +75,9 @@ class LabelledExamples:
     is written from them without holding them in memory."""
 
     def __init__(self, pattern: str, fmt: Optional[str], task: FileTask, preprocess,
-                 split: str, what: str):
+                 split: str, what: str, source_bytes: int = 0):
         self.pattern, self.fmt, self.task, self.preprocess = pattern, fmt, task, preprocess
-        self.split, self.what = split, what
+        self.split, self.what, self.source_bytes = split, what, source_bytes
 
     def __iter__(self):
         columns = (*self.task.columns.text_columns, self.task.columns.label_column)
@@ -107,7 +110,8 @@ def plan_cache(task: FileTask, pattern: str, fmt: Optional[str], split: str, cac
                 **tokenizer_settings(tokenizer), "source_sha256": files_fingerprint(paths)}
 
     def read():
-        examples = LabelledExamples(pattern, fmt, task, tokenizer.preprocess, split, what)
+        examples = LabelledExamples(pattern, fmt, task, tokenizer.preprocess, split, what,
+                                    sum(io.size(path) for path in paths))
         if not checked:
             for _ in examples:
                 pass
@@ -117,8 +121,17 @@ def plan_cache(task: FileTask, pattern: str, fmt: Optional[str], split: str, cac
 
 
 def write_cache(cache: FeatureCache, task: FileTask, max_seq_length: int, tokenizer) -> int:
-    return cache.write(lambda example: serialize_features(
-        convert_example(example, task, max_seq_length, tokenizer), task.is_regression))
+    return cache.write(FeatureSerializer(task, max_seq_length, tokenizer),
+                       feature_workers(cache.examples))
+
+
+def feature_workers(examples: Optional[LabelledExamples]) -> int:
+    """Processes that make a cache's records: one per core (at most 4) for files of
+    `PARALLEL_FEATURES_MIN_BYTES` or more, else this process alone, as starting workers
+    costs more than they save on a small file. The records are the same either way."""
+    if examples is None or examples.source_bytes < PARALLEL_FEATURES_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def vocabulary_file(tokenizer) -> tuple:

@@ -62,14 +62,30 @@ class SentencePieceTokenizer:
         self.model_file = model_file
         self.do_lower_case = do_lower_case
         self.digit_comma_rule = digit_comma_rule
-        self.sp_model = sentencepiece.SentencePieceProcessor()
         try:
-            self.model_proto = io.read_bytes(model_file)
-            self.sp_model.LoadFromSerializedProto(self.model_proto)
+            model_proto = io.read_bytes(model_file)
         except OSError as error:
             raise InputError(f"Cannot read SentencePiece model {model_file}: {error.strerror}") from None
+        self._load(model_proto)
+
+    def __getstate__(self) -> dict:
+        # Picklable (worker processes get the tokenizer): the model travels as its bytes.
+        return {"model_file": self.model_file, "do_lower_case": self.do_lower_case,
+                "digit_comma_rule": self.digit_comma_rule, "model_proto": self.model_proto}
+
+    def __setstate__(self, state: dict) -> None:
+        self.model_file = state["model_file"]
+        self.do_lower_case = state["do_lower_case"]
+        self.digit_comma_rule = state["digit_comma_rule"]
+        self._load(state["model_proto"])
+
+    def _load(self, model_proto: bytes) -> None:
+        self.model_proto = model_proto
+        self.sp_model = sentencepiece.SentencePieceProcessor()
+        try:
+            self.sp_model.LoadFromSerializedProto(model_proto)
         except RuntimeError as error:
-            raise InputError(f"{model_file} is not a SentencePiece model: {error}") from None
+            raise InputError(f"{self.model_file} is not a SentencePiece model: {error}") from None
         self.vocab_size = self.sp_model.GetPieceSize()
         self.unk_id = self.sp_model.unk_id()
         # None when the model lacks the symbol (any SentencePiece model can
