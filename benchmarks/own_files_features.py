@@ -11,7 +11,11 @@ measurement then runs in a fresh process, which reports its peak resident memory
 
 * **ours**: the path `run_classifier.py --train_file` takes. It scans the file once for the
   labels (with every row checked) and writes `custom_train.tf_record` from the file again,
-  streaming, with SentencePiece on each text and `max_seq_length` 128.
+  streaming, with SentencePiece on each text and `max_seq_length` 128. Files of 4 MiB or
+  more (both here) have their records made by one worker process a core. A spawned worker's
+  `ru_maxrss` counts the pages of the process it was forked from before its exec, so
+  `largest_worker_peak_rss_mb` is close to ours' own peak without being the workers' use
+  (about 45 MB each, read from /proc while they run).
 * **Hugging Face**: `datasets.load_dataset("csv")`, then `.map` of `AlbertTokenizerFast`
   (made from the same SentencePiece model) with `batched=True`, truncation and padding to
   128. This is its fastest setting. It runs with `num_proc` 1 and 2, and the better one is
