@@ -140,6 +140,7 @@ def test_a_stuck_classifier_is_flagged_and_a_learning_one_is_not(tmp_path, synth
     assert "degenerate" not in entry and "degenerate evaluation" not in learned.stderr
 
 
+@pytest.mark.slow  # 24 s on 2 cores; the classifier's stuck run above stays in the default suite
 def test_a_squad_run_at_learning_rate_0_is_flagged(tmp_path, synthetic_corpus):
     _, spm = synthetic_corpus
     config = tmp_path / "config.json"
