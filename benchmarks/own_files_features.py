@@ -12,14 +12,17 @@ measurement then runs in a fresh process, which reports its peak resident memory
 * **ours**: the path `run_classifier.py --train_file` takes. It scans the file once for the
   labels (with every row checked) and writes `custom_train.tf_record` from the file again,
   streaming, with SentencePiece on each text and `max_seq_length` 128. Files of 4 MiB or
-  more (both here) have their records made by one worker process a core. A spawned worker's
-  `ru_maxrss` counts the pages of the process it was forked from before its exec, so
-  `largest_worker_peak_rss_mb` is close to ours' own peak without being the workers' use
-  (about 45 MB each, read from /proc while they run).
+  more (both here) have their records made by one worker process a core.
 * **Hugging Face**: `datasets.load_dataset("csv")`, then `.map` of `AlbertTokenizerFast`
   (made from the same SentencePiece model) with `batched=True`, truncation and padding to
   128. This is its fastest setting. It runs with `num_proc` 1 and 2, and the better one is
   kept. Its Arrow cache goes to a temporary directory, as `datasets` writes one by default.
+
+Worker processes are watched from /proc while they run (20 times a second): each one's peak
+resident memory since its exec (VmHWM) and its largest sampled proportional share (Pss, which
+splits pages shared with other processes among them). A forked worker (Hugging Face's) shares
+its parent's pages, so its resident figure counts them and its Pss is the fairer one; ours are
+spawned and start empty.
 
 Both sides do the same work per example: tokenize up to 128 pieces and write fixed-length
 features. Ours also writes TFRecords and hashes the file; theirs writes Arrow. The machine's
@@ -35,6 +38,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,17 +116,76 @@ def _high_water_mark_mb() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
+class WorkerMemory:
+    """Peaks of this process's descendants, sampled from /proc on a thread while they run
+    (getrusage's ru_maxrss for children would count the parent's pages at each fork)."""
+
+    def __init__(self, interval_s: float = 0.05):
+        self.resident_mb, self.proportional_mb = {}, {}
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+
+    @staticmethod
+    def _descendants(root: int) -> list:
+        parents = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", encoding="ascii") as handle:
+                        # The command name (field 2) may hold spaces: the parent follows ") S ".
+                        parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue   # it ended while we looked
+        found, frontier = [], [root]
+        while frontier:
+            parent = frontier.pop()
+            children = [pid for pid, ppid in parents.items() if ppid == parent]
+            found += children
+            frontier += children
+        return found
+
+    @staticmethod
+    def _field_mb(path: str, name: str) -> float:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(name):
+                    return int(line.split()[1]) / 1024
+        raise OSError(f"no {name} in {path}")
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            for pid in self._descendants(os.getpid()):
+                try:
+                    resident = self._field_mb(f"/proc/{pid}/status", "VmHWM:")
+                    proportional = self._field_mb(f"/proc/{pid}/smaps_rollup", "Pss:")
+                except OSError:
+                    continue   # it ended, or is a kernel-side zombie without memory maps
+                self.resident_mb[pid] = max(resident, self.resident_mb.get(pid, 0.0))
+                self.proportional_mb[pid] = max(proportional, self.proportional_mb.get(pid, 0.0))
+
+
 def child(args) -> None:
-    if args.child == "ours":
-        result = ours(args.csv, args.spm, args.work)
-    else:
-        result = huggingface(args.csv, args.spm, args.work, args.num_proc)
+    with WorkerMemory() as workers:
+        if args.child == "ours":
+            result = ours(args.csv, args.spm, args.work)
+        else:
+            result = huggingface(args.csv, args.spm, args.work, args.num_proc)
     result["examples_per_second"] = result["examples"] / result["seconds"]
     result["peak_rss_mb"] = _high_water_mark_mb()
-    # Worker processes (datasets' num_proc): the largest one's peak, from the kernel.
-    import resource
-    result["largest_worker_peak_rss_mb"] = (
-        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    # Worker processes (ours, datasets' num_proc; a multiprocessing resource tracker counts
+    # too): how many were seen, and the largest one's peaks.
+    result["worker_processes_seen"] = len(workers.resident_mb)
+    result["largest_worker_peak_rss_mb"] = max(workers.resident_mb.values(), default=0.0)
+    result["largest_worker_peak_pss_mb"] = max(workers.proportional_mb.values(), default=0.0)
     with open(args.result, "w", encoding="utf-8") as handle:
         json.dump(result, handle)
 
